@@ -1,0 +1,40 @@
+import { defineConfig } from '@playwright/test';
+import { readSettings } from './tests/support/config';
+import { version } from './package.json';
+
+const settings = readSettings();
+
+export default defineConfig({
+  testDir: 'tests',
+  outputDir: 'reports/test-results',
+  fullyParallel: true,
+  workers: 4,
+  retries: 0,
+  timeout: settings.testTimeoutMs,
+  forbidOnly: !!process.env.CI,
+  globalSetup: './tests/support/global-setup.ts',
+  reporter: [
+    ['list'],
+    ['junit', { outputFile: 'reports/junit.xml' }],
+    [
+      'allure-playwright',
+      {
+        resultsDir: 'reports/allure-results',
+        environmentInfo: {
+          target: settings.baseURL ?? 'embedded reference (ephemeral port)',
+          embedded_reference: String(!settings.baseURL),
+          known_deviations: settings.knownDeviationsFile ? settings.knownDeviationsFile.split(/[\\/]/).pop()! : 'none',
+          suite_version: version,
+          node: process.version,
+        },
+      },
+    ],
+    ['./tests/support/summary-reporter.ts', { outputFile: 'reports/conformance-summary.json' }],
+  ],
+  // Traces, screenshots and videos stay off: Playwright records request headers verbatim.
+  use: { trace: 'off', screenshot: 'off', video: 'off' },
+  projects: [
+    { name: 'rules', testDir: 'tests/rules', teardown: 'burst' },
+    { name: 'burst', testDir: 'tests/burst' },
+  ],
+});

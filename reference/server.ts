@@ -1,0 +1,286 @@
+/**
+ * Reference implementation of the stop operation and of the two provisioning calls,
+ * strict to the specification. Everything a variant may change is a method of `Behaviour`;
+ * `options.behaviour` overrides some of them and the rest keep the reference's own.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { bearerToken } from './auth';
+import { creditsFor } from './billing';
+import { createRateLimiter, type RateDecision, type RateLimit } from './rate-limit';
+
+export interface Team {
+  id: string;
+  name: string;
+  keys: string[];
+}
+
+export interface Reply {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface Job {
+  jobId: string;
+  teamId: string;
+  url: string;
+  createdAt: number;
+}
+
+export interface Session {
+  jobId: string;
+  teamId: string;
+  startedAt: number;
+}
+
+export interface Charge {
+  jobId: string;
+  teamId: string;
+  durationMs: number;
+  credits: number;
+}
+
+export interface ReferenceState {
+  teams: Team[];
+  jobs: Map<string, Job>;
+  sessions: Map<string, Session>;
+  stopped: Map<string, Session>;
+  charges: Charge[];
+  clock: () => number;
+}
+
+export interface Behaviour {
+  /** The team of an `Authorization` header value, or undefined (401). */
+  authenticate(authorization: string | undefined): Team | undefined;
+  /** Rate limiting per team id, or per `addr:<client address>` when unauthenticated. */
+  limit(key: string): RateDecision;
+  scrape(team: Team, body: unknown): Reply;
+  interact(team: Team, jobId: string, body: unknown): Reply;
+  stop(team: Team, jobId: string): Reply;
+  bill(durationMs: number): number;
+  error(status: number, message: string, headers?: Record<string, string>): Reply;
+  send(res: http.ServerResponse, reply: Reply): void;
+}
+
+export interface ReferenceOptions {
+  teams?: Team[];
+  rateLimit?: RateLimit;
+  /** Milliseconds from a monotonic origin. */
+  clock?: () => number;
+  port?: number;
+  host?: string;
+  /** One line per request; never receives a key. */
+  log?: (line: string) => void;
+  /** Overrides of the reference's behaviour: the base methods and the state are passed in. */
+  behaviour?: (base: Behaviour, state: ReferenceState) => Partial<Behaviour>;
+}
+
+export interface ReferenceServer {
+  url: string;
+  port: number;
+  state: ReferenceState;
+  activeSessions(): Session[];
+  creditsBilled(teamId?: string): number;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_RATE_LIMIT: RateLimit = { limit: 50, windowMs: 1000 };
+export const MAX_BODY_BYTES = 1_000_000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const INTERACT_PATH = /^\/v2\/scrape\/([^/]*)\/interact$/;
+
+export function loadTeams(file = path.join(__dirname, '..', 'fixtures', 'teams.json')): Team[] {
+  return JSON.parse(readFileSync(file, 'utf8')).teams;
+}
+
+export function rateLimitFromEnv(env = process.env): RateLimit {
+  const limit = Number(env.REFERENCE_RATE_LIMIT ?? DEFAULT_RATE_LIMIT.limit);
+  const windowMs = Number(env.REFERENCE_RATE_WINDOW_MS ?? DEFAULT_RATE_LIMIT.windowMs);
+  if (!Number.isInteger(limit) || limit < 1 || !Number.isInteger(windowMs) || windowMs < 1) {
+    throw new Error('REFERENCE_RATE_LIMIT and REFERENCE_RATE_WINDOW_MS must be positive integers');
+  }
+  return { limit, windowMs };
+}
+
+function referenceBehaviour(self: Behaviour, state: ReferenceState, rateLimit: RateLimit): Behaviour {
+  const keys = new Map(state.teams.flatMap((team) => team.keys.map((key) => [key, team] as const)));
+  const take = createRateLimiter(rateLimit, state.clock);
+  return {
+    authenticate: (authorization) => {
+      const token = bearerToken(authorization);
+      return token === undefined ? undefined : keys.get(token);
+    },
+    limit: take,
+    scrape(team, body) {
+      const url = (body as { url?: unknown } | null)?.url;
+      if (typeof url !== 'string' || url.length === 0) return self.error(400, 'Body must be a JSON object with a string "url".');
+      const jobId = randomUUID();
+      state.jobs.set(jobId, { jobId, teamId: team.id, url, createdAt: state.clock() });
+      return { status: 200, body: { success: true, data: { metadata: { scrapeId: jobId, sourceURL: url } } } };
+    },
+    interact(team, jobId, body) {
+      const problem = interactBodyProblem(body);
+      if (problem) return self.error(400, problem);
+      const job = state.jobs.get(jobId);
+      if (!job) return self.error(404, 'Job not found.');
+      if (job.teamId !== team.id) return self.error(403, 'Forbidden.');
+      if (!state.sessions.has(jobId)) state.sessions.set(jobId, { jobId, teamId: team.id, startedAt: state.clock() });
+      return { status: 200, body: { success: true, stdout: '', result: '', stderr: '', exitCode: 0, killed: false } };
+    },
+    stop(team, jobId) {
+      const session = state.sessions.get(jobId);
+      if (!session) return self.error(404, 'Browser session not found.');
+      if (session.teamId !== team.id) return self.error(403, 'Forbidden.');
+      state.sessions.delete(jobId);
+      state.stopped.set(jobId, session);
+      const durationMs = Math.max(0, Math.round(state.clock() - session.startedAt));
+      const credits = self.bill(durationMs);
+      state.charges.push({ jobId, teamId: team.id, durationMs, credits });
+      return { status: 200, body: { success: true, sessionDurationMs: durationMs, creditsBilled: credits } };
+    },
+    bill: creditsFor,
+    error: (status, message, headers) => ({ status, body: { success: false, error: message }, headers }),
+    send(res, reply) {
+      const payload = JSON.stringify(reply.body);
+      res.writeHead(reply.status, {
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(payload),
+        ...reply.headers,
+      });
+      res.end(payload);
+    },
+  };
+}
+
+function interactBodyProblem(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'Body must be a JSON object.';
+  const { code, prompt, language, timeout } = body as Record<string, unknown>;
+  const given = [code, prompt].filter((value) => value !== undefined);
+  if (given.length !== 1) return 'Exactly one of "code" or "prompt" is required.';
+  if (typeof given[0] !== 'string' || given[0].length === 0) return '"code" or "prompt" must be a non-empty string.';
+  if (language !== undefined && !['node', 'python', 'bash'].includes(language as string)) {
+    return '"language" must be one of node, python, bash.';
+  }
+  if (timeout !== undefined && !(Number.isInteger(timeout) && (timeout as number) >= 1 && (timeout as number) <= 300)) {
+    return '"timeout" must be an integer from 1 to 300.';
+  }
+  return undefined;
+}
+
+export async function createReferenceServer(options: ReferenceOptions = {}): Promise<ReferenceServer> {
+  const state: ReferenceState = {
+    teams: options.teams ?? loadTeams(),
+    jobs: new Map(),
+    sessions: new Map(),
+    stopped: new Map(),
+    charges: [],
+    clock: options.clock ?? (() => performance.now()),
+  };
+  const behaviour = {} as Behaviour;
+  const base = referenceBehaviour(behaviour, state, options.rateLimit ?? rateLimitFromEnv());
+  Object.assign(behaviour, base, options.behaviour?.(base, state));
+
+  const server = http.createServer((req, res) => {
+    const started = performance.now();
+    let teamId = '-';
+    res.on('finish', () => {
+      const shownPath = (req.url ?? '').slice(0, 120);
+      options.log?.(`${req.method} ${shownPath} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms team=${teamId}`);
+    });
+    readBody(req)
+      .then((raw) => {
+        const reply = route(req, raw, (team) => (teamId = team.id));
+        if (reply) behaviour.send(res, reply);
+      })
+      .catch(() => behaviour.send(res, behaviour.error(500, 'Internal error.')));
+  });
+
+  function readBody(req: http.IncomingMessage): Promise<Buffer | 'too large'> {
+    return new Promise((resolve) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      req.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+      });
+      req.on('end', () => resolve(size > MAX_BODY_BYTES ? 'too large' : Buffer.concat(chunks)));
+      req.on('error', () => resolve('too large'));
+    });
+  }
+
+  function route(req: http.IncomingMessage, raw: Buffer | 'too large', onTeam: (team: Team) => void): Reply {
+    const pathname = (req.url ?? '/').split('?')[0];
+    const interact = INTERACT_PATH.exec(pathname);
+    const allowed = pathname === '/v2/scrape' ? 'POST' : interact ? 'POST, DELETE' : undefined;
+    if (!allowed) return behaviour.error(404, 'Not found.');
+    if (!allowed.split(', ').includes(req.method ?? '')) return behaviour.error(405, 'Method not allowed.', { Allow: allowed });
+    if (raw === 'too large') return behaviour.error(413, 'Request body too large.');
+
+    const authorization = req.headers.authorization;
+    const team = behaviour.authenticate(authorization);
+    const decision = behaviour.limit(team ? team.id : `addr:${req.socket.remoteAddress}`);
+    if (!decision.allowed) {
+      return behaviour.error(429, `Rate limit exceeded, retry after ${decision.retryAfterSeconds}s.`, {
+        'Retry-After': String(decision.retryAfterSeconds),
+      });
+    }
+    if (!team) {
+      if (authorization === undefined) return behaviour.error(401, 'Unauthorized');
+      return behaviour.error(401, bearerToken(authorization) === undefined ? 'Unauthorized: Token missing' : 'Unauthorized: Invalid token');
+    }
+    onTeam(team);
+
+    let body: unknown;
+    if (req.method === 'POST') {
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        return behaviour.error(400, 'Body must be valid JSON.');
+      }
+    }
+    if (!interact) return behaviour.scrape(team, body);
+
+    let jobId: string;
+    try {
+      jobId = decodeURIComponent(interact[1]);
+    } catch {
+      jobId = '';
+    }
+    if (!UUID.test(jobId)) return behaviour.error(400, 'Invalid job ID format. Job ID must be a valid UUID.');
+    jobId = jobId.toLowerCase();
+    return req.method === 'POST' ? behaviour.interact(team, jobId, body) : behaviour.stop(team, jobId);
+  }
+
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const payload = JSON.stringify({ success: false, error: status === 431 ? 'Request headers too large.' : 'Bad request.' });
+    socket.end(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
+    );
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${options.host ?? '127.0.0.1'}:${port}`,
+    port,
+    state,
+    activeSessions: () => [...state.sessions.values()],
+    creditsBilled: (teamId) =>
+      state.charges.filter((charge) => !teamId || charge.teamId === teamId).reduce((sum, charge) => sum + charge.credits, 0),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

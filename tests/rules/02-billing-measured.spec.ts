@@ -1,0 +1,28 @@
+import { test, expect, stopPath } from '../support/fixtures';
+import { rule } from '../support/rules';
+import { readSettings } from '../support/config';
+import { expectBilledFor, measuredInterval } from '../support/billing';
+import { sleep, summary } from '../support/exchange';
+
+const holds = readSettings().billingHoldsMs;
+
+for (const [index, name] of (['short', 'medium', 'long'] as const).entries()) {
+  test(`credits billed for a session held for the ${name} hold are 2 per minute prorated by the second of the measured duration`, rule('billing', 'must'), async ({ api, session, identities, settings }, testInfo) => {
+    const holdMs = holds[index];
+    await test.step(`hold the session for ${holdMs} ms`, () => sleep(holdMs - (performance.now() - session.created.receivedAt)));
+    const stop = await test.step('the owner stops the session', () =>
+      api.send({ method: 'DELETE', path: stopPath(session.jobId), as: identities.owner }),
+    );
+    expect(stop.status, summary(stop)).toBe(200);
+    expect(stop.body).toMatchSchema('stop-result');
+    const interval = measuredInterval(session, stop);
+    const { notVerifiable } = await test.step(
+      `check the billing against the measured ${interval.lo.toFixed(1)}..${interval.hi.toFixed(1)} ms`,
+      () => expectBilledFor(stop.body, interval, settings),
+    );
+    if (notVerifiable) {
+      testInfo.annotations.push({ type: 'not-verifiable', description: notVerifiable });
+      test.skip(true, `Not verifiable: ${notVerifiable}`);
+    }
+  });
+}
