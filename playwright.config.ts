@@ -1,8 +1,8 @@
 import { defineConfig } from '@playwright/test';
-import { readSettings } from './tests/support/config';
+import { readSettingsOrExit } from './tests/support/config';
 import { version } from './package.json';
 
-const settings = readSettings();
+const settings = readSettingsOrExit();
 
 export default defineConfig({
   testDir: 'tests',

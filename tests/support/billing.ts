@@ -14,6 +14,12 @@ import type { Settings } from './config';
 
 export const CREDITS_PER_MINUTE = 2;
 
+/**
+ * Pause between a refused stop and the owner's stop. A session that the refused request ended
+ * anyway then reports a duration at least this much shorter than the measured interval.
+ */
+export const REFUSAL_GAP_MS = 250;
+
 export interface Interval {
   lo: number;
   hi: number;
@@ -28,29 +34,33 @@ export function proratedRange(loMs: number, hiMs: number): { min: number; max: n
   return { min: Math.floor(loMs / 1000) * perSecond, max: Math.ceil(hiMs / 1000) * perSecond };
 }
 
-/** Checks the billing fields of a 200 stop body; returns why it could not when they are absent. */
-export function expectBilledFor(body: JsonBody, interval: Interval, settings: Settings): { notVerifiable?: string } {
+/** sessionDurationMs, when given, must lie in the measured interval widened by the tolerance. */
+export function expectDurationWithin(body: JsonBody, interval: Interval, settings: Settings): void {
+  const duration = body?.sessionDurationMs;
+  if (duration === undefined) return;
   const tolerance = settings.durationToleranceMs;
   const lo = +(interval.lo - tolerance).toFixed(1);
   const hi = +(interval.hi + tolerance).toFixed(1);
-  const duration = body?.sessionDurationMs;
-  if (duration !== undefined) {
-    const where = `sessionDurationMs ${duration} must lie in the measured interval [${lo}, ${hi}] ms ` +
-      `(${interval.lo.toFixed(1)}..${interval.hi.toFixed(1)} ms measured, ±${tolerance} ms tolerance)`;
-    expect(duration, where).toBeGreaterThanOrEqual(lo);
-    expect(duration, where).toBeLessThanOrEqual(hi);
-  }
+  const where = `sessionDurationMs ${duration} must lie in the measured interval [${lo}, ${hi}] ms ` +
+    `(${interval.lo.toFixed(1)}..${interval.hi.toFixed(1)} ms measured, ±${tolerance} ms tolerance)`;
+  expect(duration, where).toBeGreaterThanOrEqual(lo);
+  expect(duration, where).toBeLessThanOrEqual(hi);
+}
+
+/** creditsBilled must be 2 credits/minute prorated by the second; returns why not when it is absent. */
+export function expectCreditsFor(body: JsonBody, interval: Interval, settings: Settings): { notVerifiable?: string } {
   const credits = body?.creditsBilled;
   if (credits === undefined) {
     return { notVerifiable: 'the stop result has no creditsBilled: billing cannot be checked against the measured duration' };
   }
-  const { min, max } = duration !== undefined ? proratedRange(duration, duration) : proratedRange(Math.max(0, lo), hi);
-  const low = +(min - settings.creditTolerance).toFixed(6);
-  const high = +(max + settings.creditTolerance).toFixed(6);
-  const basis = duration !== undefined ? `sessionDurationMs ${duration}` : `the measured ${lo}..${hi} ms`;
+  const duration = body?.sessionDurationMs;
+  const lo = Math.max(0, interval.lo - settings.durationToleranceMs);
+  const hi = interval.hi + settings.durationToleranceMs;
+  const { min, max } = typeof duration === 'number' ? proratedRange(duration, duration) : proratedRange(lo, hi);
+  const basis = typeof duration === 'number' ? `sessionDurationMs ${duration}` : `the measured ${lo.toFixed(1)}..${hi.toFixed(1)} ms`;
   const why = `creditsBilled ${credits} must be 2 credits/minute prorated by the second for ${basis}: ` +
     `between ${min.toFixed(6)} and ${max.toFixed(6)} (±${settings.creditTolerance} for rounding)`;
-  expect(credits, why).toBeGreaterThanOrEqual(low);
-  expect(credits, why).toBeLessThanOrEqual(high);
+  expect(credits, why).toBeGreaterThanOrEqual(+(min - settings.creditTolerance).toFixed(6));
+  expect(credits, why).toBeLessThanOrEqual(+(max + settings.creditTolerance).toFixed(6));
   return {};
 }

@@ -3,6 +3,8 @@
  * so that a bad configuration gives one clear message instead of a cascade of failing tests.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
 import path from 'node:path';
 import dotenv from 'dotenv';
 
@@ -33,6 +35,17 @@ export class ConfigurationError extends Error {
   }
 }
 
+/** readSettings for entry points: a configuration error ends the process with one message and exit code 2. */
+export function readSettingsOrExit(env: NodeJS.ProcessEnv = process.env): Settings {
+  try {
+    return readSettings(env);
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    console.error(error.message);
+    process.exit(2);
+  }
+}
+
 export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const problems: string[] = [];
   const integer = (name: string, fallback: number, min = 1): number => {
@@ -49,7 +62,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   if (baseURL) {
     if (!apiKey) problems.push('BASE_URL is set but API_KEY (the owner team\'s key) is not.');
     if (!foreignApiKey) problems.push('BASE_URL is set but FOREIGN_API_KEY (another team\'s key) is not.');
-  } else if (apiKey || foreignApiKey) {
+  } else if (!env.BASE_URL && (apiKey || foreignApiKey)) {
     problems.push('API_KEY or FOREIGN_API_KEY is set without BASE_URL: set BASE_URL to test that target, or unset the keys to test the embedded reference.');
   }
   if (apiKey && apiKey === foreignApiKey) problems.push('API_KEY and FOREIGN_API_KEY are the same key: the foreign key must belong to another team.');
@@ -140,11 +153,18 @@ export function readKnownDeviations(file: string): Map<string, string> {
 }
 
 /** Any HTTP answer proves the target reachable; a refused connection or a timeout does not. */
-export async function checkReachable(baseURL: string, timeoutMs: number): Promise<void> {
-  try {
-    await fetch(`${baseURL}/v2/scrape`, { method: 'OPTIONS', signal: AbortSignal.timeout(Math.min(timeoutMs, 10_000)) });
-  } catch (error) {
-    const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name;
-    throw new ConfigurationError([`The target ${baseURL} is unreachable (${cause}).`]);
-  }
+export function checkReachable(baseURL: string, timeoutMs: number): Promise<void> {
+  const url = new URL(`${baseURL}/v2/scrape`);
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const probe = client.request(url, { method: 'OPTIONS', timeout: Math.min(timeoutMs, 10_000) }, (response) => {
+      response.resume();
+      resolve();
+    });
+    probe.on('timeout', () => probe.destroy(new Error('no answer within the timeout')));
+    probe.on('error', (error: NodeJS.ErrnoException) =>
+      reject(new ConfigurationError([`The target ${baseURL} is unreachable (${error.code ?? error.message}).`])),
+    );
+    probe.end();
+  });
 }

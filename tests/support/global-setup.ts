@@ -2,13 +2,18 @@
  * Validates the configuration and, when no BASE_URL is set, starts the embedded reference on an
  * ephemeral port for the whole run. Its teardown fails the run if any session was left running.
  */
-import { checkReachable, readSettings } from './config';
+import { checkReachable, ConfigurationError, readSettingsOrExit } from './config';
 import { createReferenceServer } from '../../reference/server';
 
 export default async function globalSetup() {
-  const settings = readSettings();
+  const settings = readSettingsOrExit();
   if (settings.baseURL) {
-    await checkReachable(settings.baseURL, settings.requestTimeoutMs);
+    try {
+      await checkReachable(settings.baseURL, settings.requestTimeoutMs);
+    } catch (error) {
+      console.error((error as ConfigurationError).message);
+      process.exit(2);
+    }
     return;
   }
   const reference = await createReferenceServer();
