@@ -1,0 +1,95 @@
+/**
+ * `npm run conformance` end to end, as a user runs it: against the embedded reference, against
+ * an external target with a known-deviations file, and with bad configurations. Checks exit
+ * codes, the reports it writes, and that no key reaches any of them.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createReferenceServer } from '../reference/server';
+import { isolatedEnv, ROOT, runCommand } from './matrix';
+import { filesContaining, SECRETS } from './secrets';
+import { faultyVariants, correctVariants } from './variants';
+
+const reports = path.join(ROOT, 'reports');
+const conformance = (env: Record<string, string> = {}) => runCommand('npm', ['run', '--silent', 'conformance'], isolatedEnv(env));
+const summary = () => JSON.parse(readFileSync(path.join(reports, 'conformance-summary.json'), 'utf8'));
+const ruleStatuses = () => Object.fromEntries(Object.entries(summary().rules).map(([id, rule]) => [id, (rule as { status: string }).status]));
+
+test('npm run conformance passes the embedded reference, writes every report and no key', async () => {
+  const { code, log } = await conformance();
+  assert.equal(code, 0, log.slice(-3000));
+  assert.equal(summary().verdict, 'pass');
+  assert.deepEqual(new Set(Object.values(ruleStatuses())), new Set(['pass']));
+  assert.equal(Object.keys(ruleStatuses()).length, 9);
+  for (const file of ['allure-report/index.html', 'junit.xml', 'conformance-summary.json']) assert.ok(existsSync(path.join(reports, file)), file);
+  assert.match(log, /Verdict: PASS/);
+  assert.deepEqual(filesContaining(reports), [], 'keys in reports/');
+  assert.deepEqual(filesContaining(log), [], 'keys in the output');
+});
+
+test('a target with declared deviations passes as known deviations, and keys it echoes stay out of the reports', async () => {
+  const options = (name: string) => [...faultyVariants, ...correctVariants].find((v) => v.name === name)!.options;
+  // Bills whole credits, accepts any scheme word (both declared for the hosted service) and quotes credentials in errors.
+  const server = await createReferenceServer({
+    behaviour: (base, state) => ({
+      ...options('billing-whole-credits').behaviour!(base, state),
+      ...options('any-scheme-accepted').behaviour!(base, state),
+      error: options('echoes-credentials').behaviour!(base, state).error,
+      authenticate: (header) => {
+        options('echoes-credentials').behaviour!(base, state).authenticate!(header);
+        return options('any-scheme-accepted').behaviour!(base, state).authenticate!(header);
+      },
+    }),
+  });
+  try {
+    const target = { BASE_URL: server.url, API_KEY: SECRETS[0], FOREIGN_API_KEY: SECRETS[1] };
+    const declared = await conformance({ ...target, KNOWN_DEVIATIONS: 'fixtures/known-deviations/firecrawl-production.json' });
+    assert.equal(declared.code, 0, declared.log.slice(-3000));
+    assert.equal(ruleStatuses().billing, 'known deviation');
+    assert.equal(ruleStatuses().authentication, 'known deviation');
+    assert.match(declared.log, /KNOWN DEVIATION/);
+    assert.deepEqual(filesContaining(reports), [], 'keys in reports/');
+    assert.deepEqual(filesContaining(declared.log), [], 'keys in the output');
+
+    const undeclared = await conformance(target);
+    assert.equal(undeclared.code, 1, 'the same deviations fail the run when they are not declared');
+    assert.equal(ruleStatuses().billing, 'fail');
+  } finally {
+    await server.close();
+  }
+});
+
+test('a declared deviation that does not happen fails the run and says so', async () => {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'deviations-')), 'stale.json');
+  writeFileSync(file, JSON.stringify({ deviations: [{ test: 'a stop of a random job id that was never provisioned answers 404 with an error body', reason: 'pretend' }] }));
+  const { code } = await conformance({ KNOWN_DEVIATIONS: file });
+  assert.equal(code, 1);
+  const unknownJob = summary().rules['unknown-job'];
+  assert.equal(unknownJob.status, 'fail');
+  assert.match(JSON.stringify(unknownJob.tests), /declared as a known deviation, but it passes/);
+});
+
+test('bad configurations stop before any test with one message and exit code 2', async () => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ BASE_URL: 'http://127.0.0.1:9' }, /API_KEY .*is not/],
+    [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'same', FOREIGN_API_KEY: 'same' }, /same key/],
+    [{ BASE_URL: 'not a url', API_KEY: 'a', FOREIGN_API_KEY: 'b' }, /not a valid URL/],
+    [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'a', FOREIGN_API_KEY: 'b' }, /unreachable/],
+    [{ API_KEY: 'a' }, /without BASE_URL/],
+    [{ BURST_REQUESTS: 'many' }, /BURST_REQUESTS must be an integer/],
+    [{ KNOWN_DEVIATIONS: 'missing.json' }, /does not exist/],
+  ];
+  const conformanceRun = ['npm', ['run', '--silent', 'conformance']] as const;
+  const plainPlaywright = [path.join(ROOT, 'node_modules', '.bin', 'playwright'), ['test']] as const;
+  for (const [index, [env, message]] of cases.entries()) {
+    for (const command of index < 4 ? [conformanceRun, plainPlaywright] : [conformanceRun]) {
+      const { code, log } = await runCommand(command[0], [...command[1]], isolatedEnv(env));
+      assert.equal(code, 2, `${JSON.stringify(env)}: ${log}`);
+      assert.match(log, message);
+      assert.doesNotMatch(log, /passed|failed|at .*\.ts:\d+/, 'no test ran and no stack trace');
+    }
+  }
+});
