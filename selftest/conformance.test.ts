@@ -1,7 +1,8 @@
 /**
  * `npm run conformance` end to end, as a user runs it: against the embedded reference, against
  * an external target with a known-deviations file, and with bad configurations. Checks exit
- * codes, the reports it writes, and that no key reaches any of them.
+ * codes, the reports it writes, and that no key reaches any of them. The last run declares
+ * known deviations; report.test.ts opens the report it leaves.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,38 +29,6 @@ test('npm run conformance passes the embedded reference, writes every report and
   assert.match(log, /Verdict: PASS/);
   assert.deepEqual(filesContaining(reports), [], 'keys in reports/');
   assert.deepEqual(filesContaining(log), [], 'keys in the output');
-});
-
-test('a target with declared deviations passes as known deviations, and keys it echoes stay out of the reports', async () => {
-  const options = (name: string) => [...faultyVariants, ...correctVariants].find((v) => v.name === name)!.options;
-  // Bills whole credits, accepts any scheme word (both declared for the hosted service) and quotes credentials in errors.
-  const server = await createReferenceServer({
-    behaviour: (base, state) => ({
-      ...options('billing-whole-credits').behaviour!(base, state),
-      ...options('any-scheme-accepted').behaviour!(base, state),
-      error: options('echoes-credentials').behaviour!(base, state).error,
-      authenticate: (header) => {
-        options('echoes-credentials').behaviour!(base, state).authenticate!(header);
-        return options('any-scheme-accepted').behaviour!(base, state).authenticate!(header);
-      },
-    }),
-  });
-  try {
-    const target = { BASE_URL: server.url, API_KEY: SECRETS[0], FOREIGN_API_KEY: SECRETS[1] };
-    const declared = await conformance({ ...target, KNOWN_DEVIATIONS: 'fixtures/known-deviations/firecrawl-production.json' });
-    assert.equal(declared.code, 0, declared.log.slice(-3000));
-    assert.equal(ruleStatuses().billing, 'known deviation');
-    assert.equal(ruleStatuses().authentication, 'known deviation');
-    assert.match(declared.log, /KNOWN DEVIATION/);
-    assert.deepEqual(filesContaining(reports), [], 'keys in reports/');
-    assert.deepEqual(filesContaining(declared.log), [], 'keys in the output');
-
-    const undeclared = await conformance(target);
-    assert.equal(undeclared.code, 1, 'the same deviations fail the run when they are not declared');
-    assert.equal(ruleStatuses().billing, 'fail');
-  } finally {
-    await server.close();
-  }
 });
 
 test('a declared deviation that does not happen fails the run and says so', async () => {
@@ -91,5 +60,37 @@ test('bad configurations stop before any test with one message and exit code 2',
       assert.match(log, message);
       assert.doesNotMatch(log, /passed|failed|at .*\.ts:\d+/, 'no test ran and no stack trace');
     }
+  }
+});
+
+test('a target with declared deviations passes as known deviations, and keys it echoes stay out of the reports', async () => {
+  const options = (name: string) => [...faultyVariants, ...correctVariants].find((v) => v.name === name)!.options;
+  // Bills whole credits, accepts any scheme word (both declared for the hosted service) and quotes credentials in errors.
+  const server = await createReferenceServer({
+    behaviour: (base, state) => ({
+      ...options('billing-whole-credits').behaviour!(base, state),
+      ...options('any-scheme-accepted').behaviour!(base, state),
+      error: options('echoes-credentials').behaviour!(base, state).error,
+      authenticate: (header) => {
+        options('echoes-credentials').behaviour!(base, state).authenticate!(header);
+        return options('any-scheme-accepted').behaviour!(base, state).authenticate!(header);
+      },
+    }),
+  });
+  try {
+    const target = { BASE_URL: server.url, API_KEY: SECRETS[0], FOREIGN_API_KEY: SECRETS[1] };
+    const undeclared = await conformance(target);
+    assert.equal(undeclared.code, 1, 'the same deviations fail the run when they are not declared');
+    assert.equal(ruleStatuses().billing, 'fail');
+    const declared = await conformance({ ...target, KNOWN_DEVIATIONS: 'fixtures/known-deviations/firecrawl-production.json' });
+    assert.equal(declared.code, 0, declared.log.slice(-3000));
+    assert.equal(ruleStatuses().billing, 'known deviation');
+    assert.equal(ruleStatuses().authentication, 'known deviation');
+    assert.match(declared.log, /KNOWN DEVIATION/);
+    assert.deepEqual(filesContaining(reports), [], 'keys in reports/');
+    assert.deepEqual(filesContaining(declared.log), [], 'keys in the output');
+
+  } finally {
+    await server.close();
   }
 });

@@ -5,7 +5,7 @@
  */
 import { test as base, type APIRequestContext, type TestInfo } from '@playwright/test';
 import { randomBytes } from 'node:crypto';
-import { label } from 'allure-js-commons';
+import { displayName, label } from 'allure-js-commons';
 import { readKnownDeviations, readSettings, type Settings } from './config';
 import { redact, redactAuthorization, registerSecret } from './redact';
 import { expect } from './schemas';
@@ -242,6 +242,7 @@ export const test = base.extend<
       if (reason) {
         testInfo.annotations.push({ type: 'known-deviation', description: reason });
         await label('knownDeviation', reason);
+        await displayName(`[known deviation] ${testInfo.title}`);
         testInfo.fail(true, `Known deviation of this target: ${reason}`);
       }
       await use();
