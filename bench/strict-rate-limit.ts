@@ -21,7 +21,7 @@ import { isolatedEnv, ROOT, runCommand } from '../selftest/matrix';
   );
   const minutes = (performance.now() - started) / 60_000;
   await server.close();
-  console.log(log.split('\n').filter((line) => /passed|failed|Verdict|FAIL/.test(line)).join('\n'));
+  console.log(log.split('\n').filter((line) => /passed|failed|Verdict|FAIL|✘|Error/.test(line)).join('\n'));
   console.log(`10 requests/minute, no Retry-After: exit ${code} in ${minutes.toFixed(1)} min; ${server.activeSessions().length} sessions left running`);
   process.exit(code);
 })();

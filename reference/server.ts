@@ -92,6 +92,7 @@ export const DEFAULT_RATE_LIMIT: RateLimit = { limit: 50, windowMs: 1000 };
 export const MAX_BODY_BYTES = 1_000_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INTERACT_PATH = /^\/v2\/scrape\/([^/]*)\/interact$/;
+const EMPTY = Buffer.alloc(0);
 
 export function loadTeams(file = path.join(__dirname, '..', 'fixtures', 'teams.json')): Team[] {
   return JSON.parse(readFileSync(file, 'utf8')).teams;
@@ -185,18 +186,26 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
   Object.assign(behaviour, base, options.behaviour?.(base, state));
 
   const server = http.createServer((req, res) => {
-    const started = performance.now();
     let teamId = '-';
-    res.on('finish', () => {
-      const shownPath = (req.url ?? '').slice(0, 120);
-      options.log?.(`${req.method} ${shownPath} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms team=${teamId}`);
-    });
-    readBody(req)
-      .then((raw) => {
-        const reply = route(req, raw, (team) => (teamId = team.id));
-        if (reply) behaviour.send(res, reply);
-      })
-      .catch(() => behaviour.send(res, behaviour.error(500, 'Internal error.')));
+    if (options.log) {
+      const started = performance.now();
+      res.on('finish', () => {
+        const shownPath = (req.url ?? '').slice(0, 120);
+        options.log!(`${req.method} ${shownPath} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms team=${teamId}`);
+      });
+    }
+    const answer = (raw: Buffer | 'too large') => {
+      try {
+        behaviour.send(res, route(req, raw, (team) => (teamId = team.id)));
+      } catch {
+        behaviour.send(res, behaviour.error(500, 'Internal error.'));
+      }
+    };
+    // Most stops carry no body: answer at once instead of waiting for the end of an empty stream.
+    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
+      req.resume();
+      answer(EMPTY);
+    } else readBody(req).then(answer);
   });
 
   function readBody(req: http.IncomingMessage): Promise<Buffer | 'too large'> {
@@ -213,11 +222,13 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
   }
 
   function route(req: http.IncomingMessage, raw: Buffer | 'too large', onTeam: (team: Team) => void): Reply {
-    const pathname = (req.url ?? '/').split('?')[0];
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const pathname = query < 0 ? url : url.slice(0, query);
     const interact = INTERACT_PATH.exec(pathname);
     const allowed = pathname === '/v2/scrape' ? 'POST' : interact ? 'POST, DELETE' : undefined;
     if (!allowed) return behaviour.error(404, 'Not found.');
-    if (!allowed.split(', ').includes(req.method ?? '')) return behaviour.error(405, 'Method not allowed.', { Allow: allowed });
+    if (req.method !== 'POST' && (req.method !== 'DELETE' || !interact)) return behaviour.error(405, 'Method not allowed.', { Allow: allowed });
     if (raw === 'too large') return behaviour.error(413, 'Request body too large.');
 
     const authorization = req.headers.authorization;

@@ -30,10 +30,6 @@ async function series(label: string): Promise<{ failures: number; seconds: numbe
 (async () => {
   const idle = await series('idle');
   const spinners = Array.from({ length: os.cpus().length }, () => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }));
-  try {
-    const loaded = await series('both cores loaded');
-    process.exit(idle.failures + loaded.failures ? 1 : 0);
-  } finally {
-    spinners.forEach((spinner) => spinner.kill());
-  }
+  const loaded = await series('both cores loaded').finally(() => spinners.forEach((spinner) => spinner.kill()));
+  process.exit(idle.failures + loaded.failures ? 1 : 0);
 })();

@@ -76,7 +76,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const burstRequests = integer('BURST_REQUESTS', 200, 2);
   const burstConcurrency = integer('BURST_CONCURRENCY', burstRequests);
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000);
-  const backoffBudgetMs = integer('BACKOFF_BUDGET_MS', 120_000, 0);
+  const backoffBudgetMs = integer('BACKOFF_BUDGET_MS', 300_000, 0);
   const durationToleranceMs = integer('DURATION_TOLERANCE_MS', 20, 0);
 
   const billingHoldsMs = (env.BILLING_HOLDS_MS || '1250,2500,3750').split(',').map((part) => Number(part.trim()));

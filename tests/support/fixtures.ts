@@ -92,9 +92,9 @@ function retryAfterMs(value: string | undefined): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-/** Exponential back-off when no Retry-After is given: 1 s, 2 s, 4 s, ... capped at 16 s. */
+/** Exponential back-off when no Retry-After is given: 1 s, 2 s, 4 s, ... capped at 16 s, ±20 % jitter. */
 export function backoffMs(attempt: number, retryAfter: string | undefined): number {
-  return retryAfterMs(retryAfter) ?? Math.min(1000 * 2 ** (attempt - 1), 16_000);
+  return retryAfterMs(retryAfter) ?? Math.min(1000 * 2 ** (attempt - 1), 16_000) * (0.8 + Math.random() * 0.4);
 }
 
 export function createApi(request: APIRequestContext, target: Target, settings: Settings, testInfo: TestInfo) {

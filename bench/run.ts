@@ -1,0 +1,135 @@
+/**
+ * npm run bench: every figure as a ratio against a baseline measured in the same run (the
+ * machines are shared and noisy, so absolute times mean little). Writes reports/bench.json.
+ *   1. suite wall time / (Playwright running one empty test + the longest billing hold)   goal <= 1.5
+ *   2. the suite's burst rate / autocannon's, same endpoint and concurrency               goal >= 0.5, 200 requests within 1 s
+ *   3. median width of the measured billing interval (goal <= 5 ms) and the smallest
+ *      sessionDurationMs bias the billing rule detects (goal <= 50 ms)
+ *   4. reference throughput / a bare node:http server's, 404 and 401 paths               goal >= 0.8
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { loadTeams } from '../reference/server';
+import { isolatedEnv, ROOT, runCommand, runMatrix } from '../selftest/matrix';
+import type { Variant } from '../selftest/variants';
+
+const [owner, foreign] = loadTeams();
+const PLAYWRIGHT = path.join(ROOT, 'node_modules', '.bin', 'playwright');
+const UUID = '3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b';
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+async function serve(kind: 'reference' | 'bare', limit?: number): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'tsx'), [path.join(__dirname, 'serve.ts'), kind, ...(limit ? [String(limit)] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve) => child.stdout!.once('data', (chunk) => resolve(String(chunk).trim())));
+  return { url, child };
+}
+
+async function timed(command: string[], env: Record<string, string>): Promise<{ seconds: number; log: string; code: number }> {
+  const started = performance.now();
+  const { code, log } = await runCommand(command[0], command.slice(1), isolatedEnv(env));
+  return { seconds: (performance.now() - started) / 1000, log, code };
+}
+
+async function suiteOverhead() {
+  const empty = mkdtempSync(path.join(os.tmpdir(), 'empty-suite-'));
+  writeFileSync(path.join(empty, 'empty.spec.ts'), "import { test } from '@playwright/test';\ntest('empty', () => {});\n");
+  writeFileSync(path.join(empty, 'playwright.config.ts'), "export default { reporter: 'line' };\n");
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(empty, 'node_modules'));
+  const floors: number[] = [];
+  const suites: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    floors.push((await timed([PLAYWRIGHT, 'test', '-c', path.join(empty, 'playwright.config.ts')], {})).seconds);
+    const run = await timed([PLAYWRIGHT, 'test', '--reporter=line'], {});
+    if (run.code !== 0) throw new Error(`the suite failed against the reference:\n${run.log.slice(-2000)}`);
+    suites.push(run.seconds);
+  }
+  const longestHold = 3.75;
+  const floor = median(floors) + longestHold;
+  return { suiteSeconds: median(suites), emptyTestSeconds: median(floors), longestHoldSeconds: longestHold, ratio: median(suites) / floor, goal: '<= 1.5' };
+}
+
+async function burst() {
+  const reference = await serve('reference', 50);
+  try {
+    const requests = 200;
+    const report = path.join(mkdtempSync(path.join(os.tmpdir(), 'burst-')), 'report.json');
+    const run = await timed([PLAYWRIGHT, 'test', '--project=burst', '-g', 'burst of concurrent', '--reporter=json'], {
+      BASE_URL: reference.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: String(requests), PLAYWRIGHT_JSON_OUTPUT_NAME: report,
+    });
+    const json = JSON.parse(readFileSync(report, 'utf8'));
+    const attachment = JSON.stringify(json).match(/"name":"burst answers by status","contentType":"application\/json","body":"([^"]+)"/);
+    if (!attachment) throw new Error(`no burst attachment in the report:\n${run.log.slice(-1500)}`);
+    const suite = JSON.parse(Buffer.from(attachment[1], 'base64').toString('utf8'));
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const cannon = await autocannon({ url: `${reference.url}/v2/scrape/${UUID}/interact`, method: 'DELETE', headers: { authorization: `Bearer ${owner.keys[0]}` }, connections: requests, amount: requests });
+    const cannonSeconds = (new Date(cannon.finish).getTime() - new Date(cannon.start).getTime()) / 1000;
+    const suiteRps = suite.requests / (suite.durationMs / 1000);
+    const cannonRps = requests / cannonSeconds;
+    return { requests, suiteMs: suite.durationMs, suiteRps: Math.round(suiteRps), suiteCounts: suite.counts, autocannonMs: Math.round(cannonSeconds * 1000), autocannonRps: Math.round(cannonRps), ratio: suiteRps / cannonRps, goal: '>= 0.5 and 200 requests within 1000 ms' };
+  } finally {
+    reference.child.kill();
+  }
+}
+
+async function timingPrecision() {
+  const report = path.join(mkdtempSync(path.join(os.tmpdir(), 'timing-')), 'report.json');
+  await timed([PLAYWRIGHT, 'test', 'tests/rules/02-billing-measured.spec.ts', '--repeat-each=4', '--reporter=json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: report });
+  const widths = [...readFileSync(report, 'utf8').matchAll(/sessionDurationMs lies in the measured ([\d.]+)\.\.([\d.]+) ms/g)].map((m) => Number(m[2]) - Number(m[1]));
+  const biases = [5, 10, 15, 20, 25, 30, 40, 50, 75, 100].flatMap((ms) => [ms, -ms]);
+  const variants: Variant[] = biases.map((bias) => ({
+    name: `bias${bias}`,
+    breaks: 'billing',
+    description: `reports sessionDurationMs ${bias} ms off`,
+    options: { behaviour: (base, state) => ({ stop: (team, jobId) => { const session = state.sessions.get(jobId); if (session) session.startedAt -= bias; return base.stop(team, jobId); } }) },
+  }));
+  const run = await runMatrix(variants);
+  const detected = new Map(run.results.map((r) => [Number(r.variant.name.slice(4)), r.failures.length === 3]));
+  const magnitudes = [...new Set(biases.map(Math.abs))];
+  const smallest = magnitudes.find((ms) => magnitudes.filter((m) => m >= ms).every((m) => detected.get(m) && detected.get(-m)));
+  return {
+    intervals: widths.length,
+    medianIntervalWidthMs: +median(widths).toFixed(2),
+    widthGoal: '<= 5 ms',
+    detectedBiases: Object.fromEntries([...detected].sort(([a], [b]) => a - b)),
+    smallestDetectedBiasMs: smallest,
+    biasGoal: '<= 50 ms',
+  };
+}
+
+async function throughput() {
+  const results: Record<string, unknown> = {};
+  for (const [label, headers] of [['404 path', { authorization: `Bearer ${owner.keys[0]}` }], ['401 path', {}]] as const) {
+    const measure = async (kind: 'reference' | 'bare') => {
+      const server = await serve(kind);
+      try {
+        await autocannon({ url: `${server.url}/v2/scrape/${UUID}/interact`, method: 'DELETE', headers, connections: 20, duration: 1 });
+        const result = await autocannon({ url: `${server.url}/v2/scrape/${UUID}/interact`, method: 'DELETE', headers, connections: 20, duration: 4 });
+        if (result.non2xx !== result.requests.total || result.errors) throw new Error(`${kind} ${label}: unexpected answers`);
+        return { rps: Math.round(result.requests.average), p99Ms: result.latency.p99 };
+      } finally {
+        server.child.kill();
+      }
+    };
+    const bare = await measure('bare');
+    const reference = await measure('reference');
+    results[label] = { reference, bare, ratio: +(reference.rps / bare.rps).toFixed(2), goal: '>= 0.8' };
+  }
+  return results;
+}
+
+(async () => {
+  const only = process.argv[2];
+  const bench: Record<string, unknown> = { date: new Date().toISOString().slice(0, 10), cores: os.cpus().length, node: process.version };
+  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['suiteOverhead', suiteOverhead]];
+  for (const [name, run] of parts) {
+    if (only && only !== name) continue;
+    bench[name] = await run();
+    console.log(name, JSON.stringify(bench[name], null, 2));
+  }
+  mkdirSync(path.join(ROOT, 'reports'), { recursive: true });
+  writeFileSync(path.join(ROOT, 'reports', 'bench.json'), JSON.stringify(bench, null, 2));
+  console.log('written reports/bench.json');
+})();
