@@ -56,7 +56,7 @@ export interface ReferenceState {
 export interface Behaviour {
   /** The team of an `Authorization` header value, or undefined (401). */
   authenticate(authorization: string | undefined): Team | undefined;
-  /** Rate limiting per team id, or per `addr:<client address>` when unauthenticated. */
+  /** Rate limiting per `<team id>:scrape` or `<team id>:interact`, or per `addr:<client address>` when unauthenticated. */
   limit(key: string): RateDecision;
   scrape(team: Team, body: unknown): Reply;
   interact(team: Team, jobId: string, body: unknown): Reply;
@@ -233,7 +233,8 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
 
     const authorization = req.headers.authorization;
     const team = behaviour.authenticate(authorization);
-    const decision = behaviour.limit(team ? team.id : `addr:${req.socket.remoteAddress}`);
+    // As in the hosted service, scrape has its own limiter and interact and stop share one.
+    const decision = behaviour.limit(team ? `${team.id}:${interact ? 'interact' : 'scrape'}` : `addr:${req.socket.remoteAddress}`);
     if (!decision.allowed) {
       return behaviour.error(429, `Rate limit exceeded, retry after ${decision.retryAfterSeconds}s.`, {
         'Retry-After': String(decision.retryAfterSeconds),

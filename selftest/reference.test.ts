@@ -149,3 +149,18 @@ test('rate limit: 429 with Retry-After once a team is over its limit', async () 
     await server.close();
   }
 });
+
+test('request log: one line per request, never a key', async () => {
+  const lines: string[] = [];
+  const server = await createReferenceServer({ log: (line) => lines.push(line) });
+  try {
+    const jobId = await provision(server.url);
+    await fetch(`${server.url}/v2/scrape/${jobId}/interact`, { method: 'DELETE', headers: auth(foreign.keys[0]) });
+    await fetch(`${server.url}/v2/scrape/${jobId}/interact`, { method: 'DELETE', headers: { Authorization: `Basic ${owner.keys[0]}` } });
+    assert.equal(lines.length, 4);
+    assert.match(lines[2], /^DELETE \/v2\/scrape\/\S+\/interact 403 [\d.]+ms team=team-foreign$/);
+    for (const key of [...owner.keys, ...foreign.keys]) assert.ok(!lines.join('\n').includes(key));
+  } finally {
+    await server.close();
+  }
+});

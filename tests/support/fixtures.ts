@@ -92,9 +92,12 @@ function retryAfterMs(value: string | undefined): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-/** Exponential back-off when no Retry-After is given: 1 s, 2 s, 4 s, ... capped at 16 s, ±20 % jitter. */
+/**
+ * Exponential back-off when no Retry-After is given: 1 s, 2 s, 4 s, capped at 8 s, ±20 % jitter. The
+ * low cap keeps a waiting request from missing the start of the next rate-limit window.
+ */
 export function backoffMs(attempt: number, retryAfter: string | undefined): number {
-  return retryAfterMs(retryAfter) ?? Math.min(1000 * 2 ** (attempt - 1), 16_000) * (0.8 + Math.random() * 0.4);
+  return retryAfterMs(retryAfter) ?? Math.min(1000 * 2 ** (attempt - 1), 8_000) * (0.8 + Math.random() * 0.4);
 }
 
 export function createApi(request: APIRequestContext, target: Target, settings: Settings, testInfo: TestInfo) {
