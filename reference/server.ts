@@ -172,6 +172,23 @@ function interactBodyProblem(body: unknown): string | undefined {
   return undefined;
 }
 
+const limiterKeys = new WeakMap<Team, Record<'interact' | 'scrape', string>>();
+function limiterKey(team: Team, group: 'interact' | 'scrape'): string {
+  let keys = limiterKeys.get(team);
+  if (!keys) limiterKeys.set(team, (keys = { interact: `${team.id}:interact`, scrape: `${team.id}:scrape` }));
+  return keys[group];
+}
+
+/** The team each answered request was authenticated as, for the request log. */
+const teamOf = new WeakMap<http.ServerResponse, string>();
+
+function logWhenFinished(req: http.IncomingMessage, res: http.ServerResponse, log: (line: string) => void) {
+  const started = performance.now();
+  res.on('finish', () => {
+    log(`${req.method} ${(req.url ?? '').slice(0, 120)} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms team=${teamOf.get(res) ?? '-'}`);
+  });
+}
+
 export async function createReferenceServer(options: ReferenceOptions = {}): Promise<ReferenceServer> {
   const state: ReferenceState = {
     teams: options.teams ?? loadTeams(),
@@ -185,27 +202,21 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
   const base = referenceBehaviour(behaviour, state, options.rateLimit ?? rateLimitFromEnv());
   Object.assign(behaviour, base, options.behaviour?.(base, state));
 
-  const server = http.createServer((req, res) => {
-    let teamId = '-';
-    if (options.log) {
-      const started = performance.now();
-      res.on('finish', () => {
-        const shownPath = (req.url ?? '').slice(0, 120);
-        options.log!(`${req.method} ${shownPath} ${res.statusCode} ${(performance.now() - started).toFixed(1)}ms team=${teamId}`);
-      });
+  const answer = (req: http.IncomingMessage, res: http.ServerResponse, raw: Buffer | 'too large') => {
+    let reply: Reply;
+    try {
+      reply = route(req, raw, res);
+    } catch {
+      reply = behaviour.error(500, 'Internal error.');
     }
-    const answer = (raw: Buffer | 'too large') => {
-      try {
-        behaviour.send(res, route(req, raw, (team) => (teamId = team.id)));
-      } catch {
-        behaviour.send(res, behaviour.error(500, 'Internal error.'));
-      }
-    };
+    behaviour.send(res, reply);
+  };
+
+  const server = http.createServer((req, res) => {
+    if (options.log) logWhenFinished(req, res, options.log);
     // Most stops carry no body: answer at once instead of waiting for the end of an empty stream.
-    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) {
-      req.resume();
-      answer(EMPTY);
-    } else readBody(req).then(answer);
+    if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) answer(req, res, EMPTY);
+    else readBody(req).then((raw) => answer(req, res, raw));
   });
 
   function readBody(req: http.IncomingMessage): Promise<Buffer | 'too large'> {
@@ -221,7 +232,7 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
     });
   }
 
-  function route(req: http.IncomingMessage, raw: Buffer | 'too large', onTeam: (team: Team) => void): Reply {
+  function route(req: http.IncomingMessage, raw: Buffer | 'too large', res: http.ServerResponse): Reply {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const pathname = query < 0 ? url : url.slice(0, query);
@@ -234,7 +245,7 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
     const authorization = req.headers.authorization;
     const team = behaviour.authenticate(authorization);
     // As in the hosted service, scrape has its own limiter and interact and stop share one.
-    const decision = behaviour.limit(team ? `${team.id}:${interact ? 'interact' : 'scrape'}` : `addr:${req.socket.remoteAddress}`);
+    const decision = behaviour.limit(team ? limiterKey(team, interact ? 'interact' : 'scrape') : `addr:${req.socket.remoteAddress}`);
     if (!decision.allowed) {
       return behaviour.error(429, `Rate limit exceeded, retry after ${decision.retryAfterSeconds}s.`, {
         'Retry-After': String(decision.retryAfterSeconds),
@@ -244,7 +255,7 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
       if (authorization === undefined) return behaviour.error(401, 'Unauthorized');
       return behaviour.error(401, bearerToken(authorization) === undefined ? 'Unauthorized: Token missing' : 'Unauthorized: Invalid token');
     }
-    onTeam(team);
+    teamOf.set(res, team.id);
 
     let body: unknown;
     if (req.method === 'POST') {
@@ -256,11 +267,13 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
     }
     if (!interact) return behaviour.scrape(team, body);
 
-    let jobId: string;
-    try {
-      jobId = decodeURIComponent(interact[1]);
-    } catch {
-      jobId = '';
+    let jobId = interact[1];
+    if (jobId.includes('%')) {
+      try {
+        jobId = decodeURIComponent(jobId);
+      } catch {
+        jobId = '';
+      }
     }
     if (!UUID.test(jobId)) return behaviour.error(400, 'Invalid job ID format. Job ID must be a valid UUID.');
     jobId = jobId.toLowerCase();
