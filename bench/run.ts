@@ -76,7 +76,8 @@ async function burst() {
 
 async function timingPrecision() {
   const report = path.join(mkdtempSync(path.join(os.tmpdir(), 'timing-')), 'report.json');
-  await timed([PLAYWRIGHT, 'test', 'tests/rules/02-billing-measured.spec.ts', '--repeat-each=4', '--reporter=json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: report });
+  // The three holds run side by side, as in a normal run; three rounds.
+  await timed([PLAYWRIGHT, 'test', 'tests/rules/02-billing-measured.spec.ts', '--repeat-each=3', '--workers=3', '--reporter=json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: report });
   const widths = [...readFileSync(report, 'utf8').matchAll(/sessionDurationMs lies in the measured ([\d.]+)\.\.([\d.]+) ms/g)].map((m) => Number(m[2]) - Number(m[1]));
   const biases = [5, 10, 15, 20, 25, 30, 40, 50, 75, 100].flatMap((ms) => [ms, -ms]);
   const variants: Variant[] = biases.map((bias) => ({
@@ -85,8 +86,12 @@ async function timingPrecision() {
     description: `reports sessionDurationMs ${bias} ms off`,
     options: { behaviour: (base, state) => ({ stop: (team, jobId) => { const session = state.sessions.get(jobId); if (session) session.startedAt -= bias; return base.stop(team, jobId); } }) },
   }));
-  const run = await runMatrix(variants);
-  const detected = new Map(run.results.map((r) => [Number(r.variant.name.slice(4)), r.failures.length === 3]));
+  // Four variants at a time, so that the machine is about as busy as in a normal run.
+  const detected = new Map<number, boolean>();
+  for (let i = 0; i < variants.length; i += 4) {
+    const run = await runMatrix(variants.slice(i, i + 4));
+    for (const r of run.results) detected.set(Number(r.variant.name.slice(4)), r.failedRules.includes('billing'));
+  }
   const magnitudes = [...new Set(biases.map(Math.abs))];
   const smallest = magnitudes.find((ms) => magnitudes.filter((m) => m >= ms).every((m) => detected.get(m) && detected.get(-m)));
   return {
