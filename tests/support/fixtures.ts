@@ -15,10 +15,11 @@ export { expect };
 
 export interface Target {
   baseURL: string;
-  apiKey: string;
-  foreignApiKey: string;
-  /** True when the target is the reference the suite started itself. */
+  /** True when the target is a reference the suite started itself: its keys are those of fixtures/teams.json. */
   embedded: boolean;
+  /** Required when not embedded. Never put keys in project `use` options: reporters print the config. */
+  apiKey?: string;
+  foreignApiKey?: string;
 }
 
 export interface Identity {
@@ -76,8 +77,13 @@ export function targetFromEnv(): Target {
   }
   const embeddedURL = process.env.CONFORMANCE_EMBEDDED_URL;
   if (!embeddedURL) throw new SuiteError('No target: the embedded reference was not started (run through playwright.config.ts).');
+  return { baseURL: embeddedURL, embedded: true };
+}
+
+function keysOf(target: Target): { apiKey: string; foreignApiKey: string } {
+  if (!target.embedded) return { apiKey: target.apiKey!, foreignApiKey: target.foreignApiKey! };
   const [owner, foreign] = loadTeams();
-  return { baseURL: embeddedURL, apiKey: owner.keys[0], foreignApiKey: foreign.keys[0], embedded: true };
+  return { apiKey: owner.keys[0], foreignApiKey: foreign.keys[0] };
 }
 
 export const stopPath = (jobId: string) => `/v2/scrape/${jobId}/interact`;
@@ -187,18 +193,19 @@ export const test = base.extend<
 
   identities: [
     async ({ target }, use) => {
-      registerSecret(target.apiKey, 'API_KEY');
-      registerSecret(target.foreignApiKey, 'FOREIGN_API_KEY');
+      const { apiKey, foreignApiKey } = keysOf(target);
+      registerSecret(apiKey, 'API_KEY');
+      registerSecret(foreignApiKey, 'FOREIGN_API_KEY');
       await use({
-        owner: { name: 'owner team', authorization: `Bearer ${target.apiKey}` },
-        foreign: { name: 'foreign team', authorization: `Bearer ${target.foreignApiKey}` },
+        owner: { name: 'owner team', authorization: `Bearer ${apiKey}` },
+        foreign: { name: 'foreign team', authorization: `Bearer ${foreignApiKey}` },
         noKey: { name: 'no Authorization header' },
         emptyToken: { name: 'Bearer with no token', authorization: 'Bearer ' },
         garbage: { name: 'garbage credential', authorization: 'garbage%%not-a-credential' },
         unknownKey: { name: 'unknown well-formed key', authorization: `Bearer fc-${randomBytes(16).toString('hex')}` },
-        basicScheme: { name: "owner's key under Basic", authorization: `Basic ${target.apiKey}` },
-        tokenScheme: { name: "owner's key under Token", authorization: `Token ${target.apiKey}` },
-        lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${target.apiKey}` },
+        basicScheme: { name: "owner's key under Basic", authorization: `Basic ${apiKey}` },
+        tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}` },
+        lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${apiKey}` },
       });
     },
     { scope: 'worker' },
