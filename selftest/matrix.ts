@@ -35,7 +35,7 @@ export const TEAM_KEYS = loadTeams().flatMap((team) => team.keys);
 export function isolatedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env = { ...process.env, CONFORMANCE_IGNORE_DOTENV: '1', FORCE_COLOR: '0', ...extra };
   for (const name of ['BASE_URL', 'API_KEY', 'FOREIGN_API_KEY', 'KNOWN_DEVIATIONS', 'CI']) delete (env as Record<string, string | undefined>)[name];
-  return Object.assign(env, extra);
+  return Object.assign(env, extra); // extra may set a variable removed just above (BASE_URL, ...)
 }
 
 export function runCommand(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; log: string }> {
