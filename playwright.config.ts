@@ -20,6 +20,9 @@ export default defineConfig({
       'allure-playwright',
       {
         resultsDir: 'reports/allure-results',
+        // Only the suite's own steps: Playwright's API-call steps carry its call log, which lists
+        // request headers (the key included) verbatim when a request times out or fails.
+        detail: false,
         environmentInfo: {
           target: settings.baseURL ?? 'embedded reference (ephemeral port)',
           embedded_reference: String(!settings.baseURL),

@@ -7,6 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer } from '../reference/server';
@@ -39,6 +41,24 @@ test('a declared deviation that does not happen fails the run and says so', asyn
   const unknownJob = summary().rules['unknown-job'];
   assert.equal(unknownJob.status, 'fail');
   assert.match(JSON.stringify(unknownJob.tests), /declared as a known deviation, but it passes/);
+});
+
+test('a target that stops answering mid-run fails the run and its keys still reach no report', async () => {
+  // Answers the reachability probe, then never answers again: every request of the suite times out.
+  const server = http.createServer((req, res) => void (req.method === 'OPTIONS' && res.end()));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { code, log } = await runCommand('npm', ['run', '--silent', 'conformance', '--', 'tests/rules/01-owner-stop.spec.ts', 'tests/rules/04-unknown-job-not-found.spec.ts'], isolatedEnv({
+      BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, API_KEY: SECRETS[0], FOREIGN_API_KEY: SECRETS[1], REQUEST_TIMEOUT_MS: '1000', BURST_REQUESTS: '20',
+    }));
+    assert.equal(code, 1, log.slice(-2000));
+    assert.match(log, /Timeout 1000ms exceeded/);
+    assert.deepEqual(filesContaining(reports), [], 'keys in reports/');
+    assert.deepEqual(filesContaining(log), [], 'keys in the output');
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
 });
 
 test('bad configurations stop before any test with one message and exit code 2', async () => {
