@@ -1,17 +1,19 @@
 /**
  * `npm run conformance` end to end, as a user runs it: against the embedded reference, against
  * an external target with a known-deviations file, and with bad configurations. Checks exit
- * codes, the reports it writes, and that no key reaches any of them. The last run declares
- * known deviations; report.test.ts opens the report it leaves.
+ * codes, the reports it writes, and that no key reaches any of them. The last test opens the
+ * Allure report of the run before it in headless Chromium, from disk as a person opens a CI artifact.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { chromium } from 'playwright-core';
 import { createReferenceServer } from '../reference/server';
+import { RULES } from '../tests/support/rules';
 import { isolatedEnv, ROOT, runCommand } from './matrix';
 import { filesContaining, SECRETS } from './secrets';
 import { faultyVariants, correctVariants } from './variants';
@@ -112,5 +114,37 @@ test('a target with declared deviations passes as known deviations, and keys it 
 
   } finally {
     await server.close();
+  }
+});
+
+// Runs last: it opens the report of the run above, which declared known deviations.
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+test('the Allure report shows every rule, its status and the known deviations in a real browser', { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}: install it with "apt-get install -y chromium" (as root) or set CHROMIUM_PATH` }, async () => {
+  assert.ok(existsSync(path.join(reports, 'allure-report', 'index.html')), 'the run above writes the report');
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(`file://${path.join(reports, 'allure-report', 'index.html')}`);
+    const features = Object.values(RULES).map((rule) => rule.title);
+    // Grouped by feature (allurerc.mjs): one row per rule.
+    for (const title of features) await page.getByText(title, { exact: false }).first().waitFor({ timeout: 20_000 });
+    const text = await page.locator('body').innerText();
+    const total = Object.values(summary().rules as Record<string, { tests: unknown[] }>).reduce((n, rule) => n + rule.tests.length, 0);
+    assert.match(text, new RegExp(`Total\\s+${total}\\b`), `the report counts the run's ${total} tests`);
+    assert.match(text, /Passed/, 'statuses are shown');
+    await page.screenshot({ path: path.join(reports, 'allure-report.png'), fullPage: false });
+
+    const results = JSON.stringify(readdirSync(path.join(reports, 'allure-results')).filter((f) => f.endsWith('-result.json')).map((f) => readFileSync(path.join(reports, 'allure-results', f), 'utf8')));
+    assert.match(results, /knownDeviation/, 'the last run declared deviations');
+    await page.getByText('Categories', { exact: false }).first().click();
+    await page.getByText('Known deviation', { exact: false }).first().click();
+    await page.getByText('[known deviation]', { exact: false }).first().waitFor({ timeout: 20_000 });
+    await page.screenshot({ path: path.join(reports, 'allure-report-categories.png') });
+  } finally {
+    await browser.close();
   }
 });

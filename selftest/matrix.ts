@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, loadTeams, type ReferenceServer } from '../reference/server';
 import type { Variant } from './variants';
+import { firstLine } from '../tests/support/summary-reporter';
 
 export interface VariantResult {
   variant: Variant;
@@ -109,9 +110,9 @@ function readReport(file: string, log: string): Map<string, TestOutcome[]> {
         const result = test.results.at(-1);
         const status = test.status === 'skipped' ? 'skipped' : test.status === 'expected' ? 'passed' : 'failed';
         const rule = test.annotations.find((a: { type: string }) => a.type === 'allure.label.rule')?.description ?? '?';
-        const message = (result?.error?.message ?? '').replace(/\u001b\[[0-9;]*m/g, '').split('\n').find((line: string) => line.trim()) ?? '';
+        const message = firstLine(result?.error?.message) ?? '';
         const list = byProject.get(test.projectName) ?? [];
-        list.push({ title: spec.title, rule, status, message: message.trim() });
+        list.push({ title: spec.title, rule, status, message });
         byProject.set(test.projectName, list);
       }
     }

@@ -6,6 +6,7 @@
  */
 import type { Behaviour, ReferenceOptions, ReferenceState, Reply, Team } from '../reference/server';
 import type { RuleId } from '../tests/support/rules';
+import { sleep } from '../tests/support/exchange';
 
 export interface Variant {
   name: string;
@@ -28,7 +29,6 @@ const stopReply = (change: (reply: Reply, team: Team, jobId: string, state: Refe
 const body = (reply: Reply) => reply.body as Record<string, unknown>;
 const withBody = (reply: Reply, changes: Record<string, unknown>): Reply => ({ ...reply, body: { ...body(reply), ...changes } });
 const billAt = (creditsPerMinute: number, secondsOf: (ms: number) => number) => (ms: number) => (secondsOf(ms) * creditsPerMinute) / 60;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const faultyVariants: Variant[] = [
   // Rule 1: the owner's stop

@@ -9,6 +9,7 @@ import { displayName, label } from 'allure-js-commons';
 import { readKnownDeviations, readSettings, type Settings } from './config';
 import { redact, redactAuthorization, registerSecret } from './redact';
 import { expect } from './schemas';
+import { sleep } from './exchange';
 import { loadTeams } from '../../reference/server';
 
 export { expect };
@@ -87,8 +88,6 @@ function keysOf(target: Target): { apiKey: string; foreignApiKey: string } {
 }
 
 export const stopPath = (jobId: string) => `/v2/scrape/${jobId}/interact`;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function retryAfterMs(value: string | undefined): number | undefined {
   if (!value) return undefined;
@@ -185,11 +184,16 @@ type Identities = Record<'owner' | 'foreign' | 'noKey' | 'emptyToken' | 'garbage
 
 export const test = base.extend<
   { api: Api; provision: () => Promise<Session>; session: Session; knownDeviation: void },
-  { target: Target; settings: Settings; identities: Identities }
+  { target: Target; settings: Settings; identities: Identities; knownDeviations: Map<string, string> }
 >({
   target: [async ({}, use) => use(targetFromEnv()), { scope: 'worker', option: true }],
 
   settings: [async ({}, use) => use(readSettings()), { scope: 'worker' }],
+
+  knownDeviations: [
+    async ({ settings }, use) => use(settings.knownDeviationsFile ? readKnownDeviations(settings.knownDeviationsFile) : new Map()),
+    { scope: 'worker' },
+  ],
 
   identities: [
     async ({ target }, use) => {
@@ -247,8 +251,8 @@ export const test = base.extend<
   session: async ({ provision }, use) => use(await provision()),
 
   knownDeviation: [
-    async ({ settings }, use, testInfo) => {
-      const reason = settings.knownDeviationsFile && readKnownDeviations(settings.knownDeviationsFile).get(testInfo.title);
+    async ({ knownDeviations }, use, testInfo) => {
+      const reason = knownDeviations.get(testInfo.title);
       if (reason) {
         testInfo.annotations.push({ type: 'known-deviation', description: reason });
         await label('knownDeviation', reason);

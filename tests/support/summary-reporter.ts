@@ -100,7 +100,8 @@ function annotation(annotations: { type: string; description?: string }[], type:
   return annotations.find((entry) => entry.type === type)?.description;
 }
 
-function firstLine(message: string | undefined): string | undefined {
+/** The first non-empty line of an error message, without terminal colours. */
+export function firstLine(message: string | undefined): string | undefined {
   // eslint-disable-next-line no-control-regex
   return message?.replace(/\u001b\[[0-9;]*m/g, '').split('\n').find((line) => line.trim())?.trim();
 }
