@@ -66,7 +66,7 @@ export async function runMatrix(variants: Variant[], { full = false, env: extraE
     );
     const byProject = readReport(path.join(output, 'report.json'), log);
     const results = variants.map((variant, index): VariantResult => {
-      const tests = [...(byProject.get(variant.name) ?? []), ...(byProject.get(`${variant.name}:burst`) ?? [])];
+      const tests = byProject.get(variant.name) ?? [];
       const failed = tests.filter((test) => test.status === 'failed');
       const failedRules = [...new Set(failed.map((test) => test.rule))].sort();
       const verdict = variant.breaks

@@ -17,7 +17,7 @@ test("a foreign team's refused stop leaves the session running: the owner's stop
   );
   await test.step(`wait ${REFUSAL_GAP_MS} ms`, () => sleep(REFUSAL_GAP_MS));
   const stop = await test.step('the owner stops the session', () =>
-    api.send({ method: 'DELETE', path: stopPath(session.jobId), as: identities.owner }),
+    api.send({ method: 'DELETE', path: stopPath(session.jobId), as: identities.owner, timed: true }),
   );
   expect(stop.status, `the session must still be running: ${summary(stop)}`).toBe(200);
   expect(stop.body).toMatchSchema('stop-result');

@@ -21,7 +21,7 @@ for (const { who, title, level } of refusals) {
     expect(refused.status, `a refusal is a 4xx: ${summary(refused)}`).toBeLessThan(500);
     await test.step(`wait ${REFUSAL_GAP_MS} ms`, () => sleep(REFUSAL_GAP_MS));
     const stop = await test.step('the owner stops the session', () =>
-      api.send({ method: 'DELETE', path: stopPath(session.jobId), as: identities.owner }),
+      api.send({ method: 'DELETE', path: stopPath(session.jobId), as: identities.owner, timed: true }),
     );
     expect(stop.status, `the session must still be running: ${summary(stop)}`).toBe(200);
     await test.step('sessionDurationMs covers the whole session', () =>

@@ -1,3 +1,7 @@
+import { once } from 'node:events';
+import http from 'node:http';
+import net from 'node:net';
+import tls from 'node:tls';
 import type { Exchange } from './fixtures';
 import { redact } from './redact';
 
@@ -10,3 +14,65 @@ export function summary(exchange: Exchange): string {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+export interface TimedAnswer {
+  status: number;
+  headers: Record<string, string>;
+  text: string;
+  /** performance.now() just before the request was handed to node:http, and once its whole answer was read. */
+  sentAt: number;
+  receivedAt: number;
+}
+
+/**
+ * One exchange on its own connection, opened before the clock starts, so that the timed window
+ * holds the exchange alone: no TCP or TLS handshake, and none of the client-side work of
+ * Playwright's request API (about 3 ms each way on loopback).
+ */
+export async function sendTimed(url: string, method: string, headers: Record<string, string>, data: unknown, timeoutMs: number): Promise<TimedAnswer> {
+  const target = new URL(url);
+  const secure = target.protocol === 'https:';
+  const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
+  const port = Number(target.port || (secure ? 443 : 80));
+  const socket = secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
+  socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`Timeout ${timeoutMs}ms exceeded.`)));
+  await once(socket, secure ? 'secureConnect' : 'connect');
+  const body = data === undefined ? undefined : Buffer.from(JSON.stringify(data));
+  const allHeaders = {
+    host: target.host,
+    accept: 'application/json',
+    'user-agent': 'conformance-kit',
+    ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}),
+    ...headers,
+  };
+  return new Promise((resolve, reject) => {
+    const request = http.request({ method, path: target.pathname + target.search, headers: allHeaders, createConnection: () => socket }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('error', reject);
+      response.on('end', () => {
+        const receivedAt = performance.now();
+        socket.destroy();
+        const answerHeaders = Object.fromEntries(
+          Object.entries(response.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]),
+        );
+        resolve({ status: response.statusCode!, headers: answerHeaders, text: Buffer.concat(chunks).toString('utf8'), sentAt, receivedAt });
+      });
+    });
+    request.on('error', reject);
+    const sentAt = performance.now();
+    request.end(body);
+  });
+}
+
+/**
+ * A few exchanges with a throwaway loopback server, so that the first timed exchange of a worker
+ * does not include compiling node:http's client code (about 10 ms).
+ */
+export async function warmUpSendTimed(): Promise<void> {
+  const server = http.createServer((request, response) => request.resume().on('end', () => response.end('{}')));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  for (let i = 0; i < 3; i++) await sendTimed(`http://127.0.0.1:${port}/`, 'POST', {}, { warm: true }, 5_000);
+  await new Promise((resolve) => server.close(resolve));
+}

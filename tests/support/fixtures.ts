@@ -9,7 +9,7 @@ import { displayName, label } from 'allure-js-commons';
 import { readKnownDeviations, readSettings, type Settings } from './config';
 import { redact, redactAuthorization, registerSecret } from './redact';
 import { expect } from './schemas';
-import { sleep } from './exchange';
+import { sendTimed, sleep, warmUpSendTimed } from './exchange';
 import { loadTeams } from '../../reference/server';
 
 export { expect };
@@ -55,6 +55,8 @@ export interface SendOptions {
   retryOn429?: boolean;
   /** Attach the exchange to the report (default true); the burst attaches one summary instead. */
   attach?: boolean;
+  /** Send with `sendTimed` instead of Playwright's request API: for the exchanges that bound a session's duration. */
+  timed?: boolean;
 }
 
 export interface Session {
@@ -110,29 +112,33 @@ export function createApi(request: APIRequestContext, target: Target, settings: 
   return {
     /** Jobs whose session this test stopped with a 200. */
     stopped,
-    async send({ method, path, as, data, retryOn429 = true, attach: attachIt = true }: SendOptions): Promise<Exchange> {
+    async send({ method, path, as, data, retryOn429 = true, attach: attachIt = true, timed = false }: SendOptions): Promise<Exchange> {
       const headers: Record<string, string> = as.authorization === undefined ? {} : { Authorization: as.authorization };
       const deadline = performance.now() + settings.backoffBudgetMs;
       for (let attempts = 1; ; attempts++) {
-        const sentAt = performance.now();
-        let status: number, responseHeaders: Record<string, string>, text: string;
+        let sentAt = performance.now();
+        let receivedAt: number, status: number, responseHeaders: Record<string, string>, text: string;
         try {
-          const response = await request.fetch(target.baseURL + path, {
-            method,
-            headers,
-            data,
-            timeout: settings.requestTimeoutMs,
-            failOnStatusCode: false,
-            maxRedirects: 0,
-          });
-          status = response.status();
-          responseHeaders = response.headers();
-          text = await response.text();
+          if (timed) {
+            ({ sentAt, receivedAt, status, headers: responseHeaders, text } = await sendTimed(target.baseURL + path, method, headers, data, settings.requestTimeoutMs));
+          } else {
+            const response = await request.fetch(target.baseURL + path, {
+              method,
+              headers,
+              data,
+              timeout: settings.requestTimeoutMs,
+              failOnStatusCode: false,
+              maxRedirects: 0,
+            });
+            receivedAt = performance.now();
+            status = response.status();
+            responseHeaders = response.headers();
+            text = await response.text();
+          }
         } catch (error) {
           // Playwright's call log lists request headers verbatim: keep only its first line, redacted.
           throw new SuiteError(`${method} ${path} as ${as.name} failed: ${redact(String((error as Error).message).split('\n')[0])}`);
         }
-        const receivedAt = performance.now();
         let body: JsonBody;
         try {
           body = JSON.parse(text);
@@ -184,11 +190,13 @@ type Identities = Record<'owner' | 'foreign' | 'noKey' | 'emptyToken' | 'garbage
 
 export const test = base.extend<
   { api: Api; provision: () => Promise<Session>; session: Session; knownDeviation: void },
-  { target: Target; settings: Settings; identities: Identities; knownDeviations: Map<string, string> }
+  { warmUp: void; target: Target; settings: Settings; identities: Identities; knownDeviations: Map<string, string> }
 >({
   target: [async ({}, use) => use(targetFromEnv()), { scope: 'worker', option: true }],
 
   settings: [async ({}, use) => use(readSettings()), { scope: 'worker' }],
+
+  warmUp: [async ({}, use) => use(await warmUpSendTimed()), { scope: 'worker', auto: true }],
 
   knownDeviations: [
     async ({ settings }, use) => use(settings.knownDeviationsFile ? readKnownDeviations(settings.knownDeviationsFile) : new Map()),
@@ -223,7 +231,7 @@ export const test = base.extend<
   provision: async ({ api, identities, settings }, use) => {
     const sessions: Session[] = [];
     await use(async () => {
-      const scrape = await api.send({ method: 'POST', path: '/v2/scrape', as: identities.owner, data: { url: settings.scrapeUrl } });
+      const scrape = await api.send({ method: 'POST', path: '/v2/scrape', as: identities.owner, data: { url: settings.scrapeUrl }, timed: true });
       expect(scrape.status, 'provisioning: POST /v2/scrape must answer 200').toBe(200);
       expect(scrape.body, 'provisioning: POST /v2/scrape').toMatchSchema('scrape-result');
       const jobId: string = scrape.body!.data.metadata.scrapeId;
@@ -232,6 +240,7 @@ export const test = base.extend<
         path: stopPath(jobId),
         as: identities.owner,
         data: { code: 'console.log("conformance session")', language: 'node' },
+        timed: true,
       });
       expect(created.status, 'provisioning: POST /v2/scrape/{jobId}/interact must answer 200').toBe(200);
       expect(created.body, 'provisioning: POST /v2/scrape/{jobId}/interact').toMatchSchema('interact-result');

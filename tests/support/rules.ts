@@ -7,7 +7,7 @@ export const RULES = {
   'foreign-team': { title: 'Rule 3: a foreign team gets 403 and the session survives', section: 'Endpoints › Rules 3; Authentication 5; Errors', file: 'rules/03-foreign-team-forbidden.spec.ts' },
   'unknown-job': { title: 'Rule 4: a job with no browser session gets 404', section: 'Endpoints › Rules 4; Errors', file: 'rules/04-unknown-job-not-found.spec.ts' },
   authentication: { title: 'Rule 5: a request without a valid key gets 4xx and the session survives', section: 'Authentication 1-4', file: 'rules/05-authentication-required.spec.ts' },
-  'rate-limit': { title: 'Rule 6: a burst gets 429 and the limiter recovers', section: 'Errors › Rate and concurrency; Limits', file: 'burst/06-rate-limit-burst.spec.ts' },
+  'rate-limit': { title: 'Rule 6: a burst gets 429 and the limiter recovers', section: 'Errors › Rate and concurrency; Limits', file: 'rules/06-rate-limit-burst.spec.ts' },
   'stop-is-final': { title: 'Rule 7: a stop is final and never charged twice', section: 'States and transitions; Endpoints › Rules 2', file: 'rules/07-stop-is-final.spec.ts' },
   'malformed-job-id': { title: 'Rule 8: a malformed jobId gets 4xx, never 5xx', section: 'Endpoints › Path parameter; Errors', file: 'rules/08-malformed-job-id.spec.ts' },
   'json-answers': { title: 'Rule 9: every answer is JSON and every failure is {success: false, error}', section: 'Endpoints › Failure responses; Errors', file: 'rules/09-json-answers.spec.ts' },

@@ -1,6 +1,7 @@
 /**
- * Runs in its own project, after every other rule (playwright.config.ts: teardown of "rules"),
- * so that exhausting the owner team's rate limit cannot starve the other tests.
+ * The burst and the recovery run alone, once no other test is running (Playwright's built-in
+ * "-exclusive-" lock), so that the burst neither starves other tests of their rate limit nor
+ * disturbs the durations they measure.
  */
 import { randomUUID } from 'node:crypto';
 import { test, expect, stopPath, backoffMs, type Exchange } from '../support/fixtures';
@@ -9,7 +10,10 @@ import { sleep, summary } from '../support/exchange';
 
 test.describe.configure({ mode: 'serial' });
 
-test('a burst of concurrent stops from one team gets at least one 429 and otherwise the expected 404', rule('rate-limit', 'must'), async ({ api, identities, settings }, testInfo) => {
+// The variant matrix runs each target's tests one at a time and turns the lock off.
+const alone = { ...rule('rate-limit', 'must'), lock: process.env.CONFORMANCE_BURST_ALONE === 'false' ? [] : '-exclusive-' };
+
+test('a burst of concurrent stops from one team gets at least one 429 and otherwise the expected 404', alone, async ({ api, identities, settings }, testInfo) => {
   const path = stopPath(randomUUID());
   const answers: Exchange[] = [];
   const started = performance.now();
@@ -34,7 +38,7 @@ test('a burst of concurrent stops from one team gets at least one 429 and otherw
   expect(counts[429] ?? 0, `at least one of ${answers.length} concurrent requests is rate limited; statuses: ${JSON.stringify(counts)}`).toBeGreaterThan(0);
 });
 
-test('after a burst the rate limiter recovers and answers the expected 404', rule('rate-limit', 'must'), async ({ api, identities, settings }) => {
+test('after a burst the rate limiter recovers and answers the expected 404', alone, async ({ api, identities, settings }) => {
   const path = stopPath(randomUUID());
   const deadline = performance.now() + settings.backoffBudgetMs;
   let answer = await api.send({ method: 'DELETE', path, as: identities.owner, retryOn429: false });
