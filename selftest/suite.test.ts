@@ -1,15 +1,17 @@
 /**
  * The suite's own shape: titles are unique (known deviations are keyed by them), every test
- * carries a rule and a level and sits in its rule's file, and every shipped known-deviations
- * file names only tests that exist.
+ * carries a rule and a level and sits in its rule's file, every shipped known-deviations
+ * file names only tests that exist, and the timed exchanges bracket what the server did.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { isolatedEnv, ROOT, runCommand } from './matrix';
 import { RULES, type RuleId } from '../tests/support/rules';
 import { readKnownDeviations } from '../tests/support/config';
+import { sendTimed } from '../tests/support/exchange';
 
 async function listTests() {
   const { code, log } = await runCommand(path.join(ROOT, 'node_modules', '.bin', 'playwright'), ['test', '--list', '--reporter=json'], isolatedEnv({}));
@@ -51,5 +53,53 @@ test('every shipped known-deviations file names existing tests, each with a reas
       assert.ok(titles.has(title), `${file}: no test is titled "${title}"`);
       assert.ok(reason.length > 20, `${file}: "${title}" needs a reason`);
     }
+  }
+});
+
+test('a timed exchange starts after its connection is open and brackets the server\'s whole handling of the request', async () => {
+  const seen: { connectedAt?: number; arrivedAt?: number; answeredAt?: number; body?: string; host?: string } = {};
+  const server = http.createServer((request, response) => {
+    seen.arrivedAt = performance.now();
+    seen.host = request.headers.host;
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk) => chunks.push(chunk)).on('end', () => {
+      seen.body = Buffer.concat(chunks).toString();
+      setTimeout(() => {
+        response.setHeader('content-type', 'application/json');
+        response.setHeader('retry-after', '1');
+        response.end('{"success":true}', () => (seen.answeredAt = performance.now()));
+      }, 30);
+    });
+  });
+  server.on('connection', () => (seen.connectedAt = performance.now()));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  try {
+    const answer = await sendTimed(`http://127.0.0.1:${port}/v2/x?y=1`, 'POST', { authorization: 'Bearer k' }, { code: 'x' }, 5_000);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.text, '{"success":true}');
+    assert.equal(answer.headers['retry-after'], '1');
+    assert.equal(seen.body, '{"code":"x"}');
+    assert.equal(seen.host, `127.0.0.1:${port}`);
+    assert.ok(seen.connectedAt! < answer.sentAt, 'the connection is opened before the clock starts');
+    assert.ok(answer.sentAt <= seen.arrivedAt!, 'sentAt is before the server saw the request');
+    assert.ok(seen.answeredAt! <= answer.receivedAt, 'receivedAt is after the server finished its answer');
+    assert.ok(answer.receivedAt - answer.sentAt >= 30, 'the window holds the server\'s 30 ms');
+  } finally {
+    server.close();
+  }
+});
+
+test('a timed exchange with a target that never answers fails after the request timeout', async () => {
+  const server = http.createServer(() => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  const started = performance.now();
+  try {
+    await assert.rejects(sendTimed(`http://127.0.0.1:${port}/`, 'DELETE', {}, undefined, 300), /Timeout 300ms exceeded/);
+    assert.ok(performance.now() - started < 2_000);
+  } finally {
+    server.closeAllConnections();
+    server.close();
   }
 });

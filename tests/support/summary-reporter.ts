@@ -65,6 +65,7 @@ export default class SummaryReporter implements Reporter {
   }
 
   async onEnd(result: FullResult) {
+    if (process.argv.includes('--list')) return; // listing runs nothing: keep the last run's summary
     const rules: Record<string, { title: string; status: TestOutcome; tests: TestRecord[] }> = {};
     for (const [test, record] of this.records) {
       const id = (annotation(test.annotations, 'allure.label.rule') ?? 'unlabelled') as RuleId;
