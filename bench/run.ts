@@ -125,9 +125,11 @@ async function throughput() {
       await hit(reference.url, 1);
       await hit(bare.url, 1);
       const rounds: { reference: { rps: number; p99Ms: number }; bare: { rps: number; p99Ms: number } }[] = [];
-      for (let round = 0; round < 5; round++) {
-        const first = round % 2 ? await hit(bare.url, 2) : await hit(reference.url, 2);
-        const second = round % 2 ? await hit(reference.url, 2) : await hit(bare.url, 2);
+      // Short rounds in alternating order (reference first, then bare first), so that a slow
+      // spell of the machine falls on both servers alike.
+      for (let round = 0; round < 12; round++) {
+        const first = round % 2 ? await hit(bare.url, 1) : await hit(reference.url, 1);
+        const second = round % 2 ? await hit(reference.url, 1) : await hit(bare.url, 1);
         rounds.push(round % 2 ? { reference: second, bare: first } : { reference: first, bare: second });
       }
       const ratios = rounds.map((r) => r.reference.rps / r.bare.rps);

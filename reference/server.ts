@@ -255,7 +255,7 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
       if (authorization === undefined) return behaviour.error(401, 'Unauthorized');
       return behaviour.error(401, bearerToken(authorization) === undefined ? 'Unauthorized: Token missing' : 'Unauthorized: Invalid token');
     }
-    teamOf.set(res, team.id);
+    if (options.log) teamOf.set(res, team.id);
 
     let body: unknown;
     if (req.method === 'POST') {
