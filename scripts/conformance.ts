@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { checkReachable, ConfigurationError, readSettings } from '../tests/support/config';
+import { buildAllureReport, REPORT } from './allure-report';
 
 const root = path.join(__dirname, '..');
 const reports = path.join(root, 'reports');
@@ -37,14 +38,9 @@ async function main(): Promise<number> {
   const { verdict } = JSON.parse(readFileSync(summaryFile, 'utf8')) as { verdict: 'pass' | 'fail' | 'error' };
 
   if (existsSync(path.join(reports, 'allure-results'))) {
-    const allure = spawnSync(
-      bin('allure'),
-      ['generate', path.join(reports, 'allure-results'), '-o', path.join(reports, 'allure-report'), '-c', path.join(root, 'allurerc.mjs')],
-      { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] },
-    );
     console.log(
-      allure.status === 0
-        ? `Allure report: ${path.relative(process.cwd(), path.join(reports, 'allure-report', 'index.html'))} (npm run report to serve it)`
+      buildAllureReport([path.join(reports, 'allure-results')])
+        ? `Allure report: ${path.relative(process.cwd(), REPORT)} (npm run report to serve it)`
         : 'The Allure report could not be generated.',
     );
   }

@@ -30,6 +30,7 @@ test('npm run conformance passes the embedded reference, writes every report and
   assert.deepEqual(new Set(Object.values(ruleStatuses())), new Set(['pass']));
   assert.equal(Object.keys(ruleStatuses()).length, 9);
   for (const file of ['allure-report/index.html', 'junit.xml', 'conformance-summary.json']) assert.ok(existsSync(path.join(reports, file)), file);
+  assert.match(readFileSync(path.join(reports, 'allure-report', 'index.html'), 'utf8'), /<head>\s*<script>window\.allureReportData/, 'the report declares its data store first (scripts/allure-report.ts)');
   assert.match(log, /Verdict: PASS/);
   assert.deepEqual(filesContaining(reports), [], 'keys in reports/');
   assert.deepEqual(filesContaining(log), [], 'keys in the output');
@@ -128,10 +129,16 @@ test('the Allure report shows every rule, its status and the known deviations in
   });
   try {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const consoleErrors: string[] = [];
+    page.on('console', (message) => message.type() === 'error' && consoleErrors.push(message.text().slice(0, 200)));
     await page.goto(`file://${path.join(reports, 'allure-report', 'index.html')}`);
     const features = Object.values(RULES).map((rule) => rule.title);
     // Grouped by feature (allurerc.mjs): one row per rule.
-    for (const title of features) await page.getByText(title, { exact: false }).first().waitFor({ timeout: 20_000 });
+    for (const title of features) {
+      await page.getByText(title, { exact: false }).first().waitFor({ timeout: 20_000 }).catch((error: Error) => {
+        throw new Error(`${error.message.split('\n')[0]}\nbrowser console errors: ${JSON.stringify(consoleErrors.slice(0, 5))}`);
+      });
+    }
     const text = await page.locator('body').innerText();
     const total = Object.values(summary().rules as Record<string, { tests: unknown[] }>).reduce((n, rule) => n + rule.tests.length, 0);
     assert.match(text, new RegExp(`Total\\s+${total}\\b`), `the report counts the run's ${total} tests`);
