@@ -64,15 +64,3 @@ export async function sendTimed(url: string, method: string, headers: Record<str
     request.end(body);
   });
 }
-
-/**
- * A few exchanges with a throwaway loopback server, so that the first timed exchange of a worker
- * does not include compiling node:http's client code (about 10 ms).
- */
-export async function warmUpSendTimed(): Promise<void> {
-  const server = http.createServer((request, response) => request.resume().on('end', () => response.end('{}')));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  for (let i = 0; i < 3; i++) await sendTimed(`http://127.0.0.1:${port}/`, 'POST', {}, { warm: true }, 5_000);
-  await new Promise((resolve) => server.close(resolve));
-}

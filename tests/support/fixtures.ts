@@ -9,7 +9,7 @@ import { displayName, label } from 'allure-js-commons';
 import { readKnownDeviations, readSettings, type Settings } from './config';
 import { redact, redactAuthorization, registerSecret } from './redact';
 import { expect } from './schemas';
-import { sendTimed, sleep, warmUpSendTimed } from './exchange';
+import { sendTimed, sleep } from './exchange';
 import { loadTeams } from '../../reference/server';
 
 export { expect };
@@ -190,13 +190,11 @@ type Identities = Record<'owner' | 'foreign' | 'noKey' | 'emptyToken' | 'garbage
 
 export const test = base.extend<
   { api: Api; provision: () => Promise<Session>; session: Session; knownDeviation: void },
-  { warmUp: void; target: Target; settings: Settings; identities: Identities; knownDeviations: Map<string, string> }
+  { target: Target; settings: Settings; identities: Identities; knownDeviations: Map<string, string> }
 >({
   target: [async ({}, use) => use(targetFromEnv()), { scope: 'worker', option: true }],
 
   settings: [async ({}, use) => use(readSettings()), { scope: 'worker' }],
-
-  warmUp: [async ({}, use) => use(await warmUpSendTimed()), { scope: 'worker', auto: true }],
 
   knownDeviations: [
     async ({ settings }, use) => use(settings.knownDeviationsFile ? readKnownDeviations(settings.knownDeviationsFile) : new Map()),
@@ -231,6 +229,8 @@ export const test = base.extend<
   provision: async ({ api, identities, settings }, use) => {
     const sessions: Session[] = [];
     await use(async () => {
+      // Timed like the interact that follows, so that the interact is not the first timed exchange
+      // of its worker (the first one is a few milliseconds slower).
       const scrape = await api.send({ method: 'POST', path: '/v2/scrape', as: identities.owner, data: { url: settings.scrapeUrl }, timed: true });
       expect(scrape.status, 'provisioning: POST /v2/scrape must answer 200').toBe(200);
       expect(scrape.body, 'provisioning: POST /v2/scrape').toMatchSchema('scrape-result');
