@@ -37,7 +37,7 @@ async function timed(command: string[], env: Record<string, string>): Promise<{ 
 async function suiteOverhead() {
   const empty = mkdtempSync(path.join(os.tmpdir(), 'empty-suite-'));
   writeFileSync(path.join(empty, 'empty.spec.ts'), "import { test } from '@playwright/test';\ntest('empty', () => {});\n");
-  writeFileSync(path.join(empty, 'playwright.config.ts'), "export default { reporter: 'line' };\n");
+  writeFileSync(path.join(empty, 'playwright.config.ts'), `export default { reporter: 'line', outputDir: ${JSON.stringify(path.join(empty, 'test-results'))} };\n`);
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(empty, 'node_modules'));
   const floors: number[] = [];
   const suites: number[] = [];
