@@ -14,8 +14,9 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { loadTeams } from '../reference/server';
 import { readSettings } from '../tests/support/config';
+import { sleep } from '../tests/support/exchange';
 import { isolatedEnv, ROOT, runCommand, runMatrix } from '../selftest/matrix';
-import type { Variant } from '../selftest/variants';
+import { durationOffBy, type Variant } from '../selftest/variants';
 
 const [owner, foreign] = loadTeams();
 const PLAYWRIGHT = path.join(ROOT, 'node_modules', '.bin', 'playwright');
@@ -60,11 +61,12 @@ async function burst() {
     const run = await timed([PLAYWRIGHT, 'test', 'tests/rules/06-rate-limit-burst.spec.ts', '-g', 'burst of concurrent', '--reporter=json'], {
       BASE_URL: reference.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: String(requests), PLAYWRIGHT_JSON_OUTPUT_NAME: report,
     });
+    if (run.code !== 0) throw new Error(`the burst failed against the reference:\n${run.log.slice(-1500)}`);
     const json = JSON.parse(readFileSync(report, 'utf8'));
     const attachment = JSON.stringify(json).match(/"name":"burst answers by status","contentType":"application\/json","body":"([^"]+)"/);
     if (!attachment) throw new Error(`no burst attachment in the report:\n${run.log.slice(-1500)}`);
     const suite = JSON.parse(Buffer.from(attachment[1], 'base64').toString('utf8'));
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await sleep(1100); // a fresh rate-limit window for autocannon
     const cannon = await autocannon({ url: `${reference.url}/v2/scrape/${UUID}/interact`, method: 'DELETE', headers: { authorization: `Bearer ${owner.keys[0]}` }, connections: requests, amount: requests });
     const cannonSeconds = (new Date(cannon.finish).getTime() - new Date(cannon.start).getTime()) / 1000;
     const suiteRps = suite.requests / (suite.durationMs / 1000);
@@ -84,13 +86,14 @@ async function timingPrecision() {
     if (code !== 0) throw new Error(`the suite failed against the reference:\n${log.slice(-2000)}`);
     widths.push(...[...readFileSync(report, 'utf8').matchAll(/sessionDurationMs lies in the measured ([\d.]+)\.\.([\d.]+) ms/g)].map((m) => Number(m[2]) - Number(m[1])));
   }
+  if (widths.length !== 15) throw new Error(`expected 15 billing intervals in the reports, found ${widths.length}: has the step title changed?`);
   widths.sort((a, b) => a - b);
   const biases = [5, 10, 15, 20, 25, 30, 40, 50, 75, 100].flatMap((ms) => [ms, -ms]);
   const variants: Variant[] = biases.map((bias) => ({
     name: `bias${bias}`,
     breaks: 'billing',
     description: `reports sessionDurationMs ${bias} ms off`,
-    options: { behaviour: (base, state) => ({ stop: (team, jobId) => { const session = state.sessions.get(jobId); if (session) session.startedAt -= bias; return base.stop(team, jobId); } }) },
+    options: durationOffBy(bias),
   }));
   // Four variants at a time, so that the machine is about as busy as in a normal run.
   const detected = new Map<number, boolean>();

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createReferenceServer, loadTeams, type ReferenceServer } from '../reference/server';
+import { createReferenceServer, type ReferenceServer } from '../reference/server';
 import type { Variant } from './variants';
 import { firstLine } from '../tests/support/summary-reporter';
 
@@ -30,13 +30,12 @@ export interface MatrixRun {
 }
 
 export const ROOT = path.join(__dirname, '..');
-export const TEAM_KEYS = loadTeams().flatMap((team) => team.keys);
 
 /** Environment for a suite run that must not pick up a developer's .env or target. */
 export function isolatedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env = { ...process.env, CONFORMANCE_IGNORE_DOTENV: '1', FORCE_COLOR: '0', ...extra };
-  for (const name of ['BASE_URL', 'API_KEY', 'FOREIGN_API_KEY', 'KNOWN_DEVIATIONS', 'CI']) delete (env as Record<string, string | undefined>)[name];
-  return Object.assign(env, extra); // extra may set a variable removed just above (BASE_URL, ...)
+  const env: NodeJS.ProcessEnv = { ...process.env, CONFORMANCE_IGNORE_DOTENV: '1', FORCE_COLOR: '0' };
+  for (const name of ['BASE_URL', 'API_KEY', 'FOREIGN_API_KEY', 'KNOWN_DEVIATIONS', 'CI']) delete env[name];
+  return { ...env, ...extra };
 }
 
 export function runCommand(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; log: string }> {

@@ -30,6 +30,16 @@ const body = (reply: Reply) => reply.body as Record<string, unknown>;
 const withBody = (reply: Reply, changes: Record<string, unknown>): Reply => ({ ...reply, body: { ...body(reply), ...changes } });
 const billAt = (creditsPerMinute: number, secondsOf: (ms: number) => number) => (ms: number) => (secondsOf(ms) * creditsPerMinute) / 60;
 
+/** Reports and bills a session `biasMs` longer than it lasted (shorter when negative). */
+export const durationOffBy = (biasMs: number): ReferenceOptions =>
+  behaviour((base, state) => ({
+    stop: (team, jobId) => {
+      const session = state.sessions.get(jobId);
+      if (session) session.startedAt -= biasMs;
+      return base.stop(team, jobId);
+    },
+  }));
+
 export const faultyVariants: Variant[] = [
   // Rule 1: the owner's stop
   { name: 'owner-stop-204', breaks: 'owner-stop', description: 'answers 204 with no body to the owner', options: stopReply((r) => (r.status === 200 ? { status: 204, body: '' } : r)) },
@@ -52,7 +62,7 @@ export const faultyVariants: Variant[] = [
   { name: 'billing-whole-credits', breaks: 'billing', description: 'bills max(2, ceil(hours x 120)) whole credits, as the hosted service does', options: behaviour(() => ({ bill: (ms) => Math.max(2, Math.ceil((ms / 3_600_000) * 120)) })) },
   { name: 'billing-milliseconds-as-seconds', breaks: 'billing', description: 'treats milliseconds as seconds when billing', options: behaviour(() => ({ bill: billAt(2, (ms) => ms) })) },
   { name: 'duration-in-seconds', breaks: 'billing', description: 'reports sessionDurationMs in seconds', options: stopReply((r) => (r.status === 200 ? withBody(r, { sessionDurationMs: Number(body(r).sessionDurationMs) / 1000 }) : r)) },
-  { name: 'duration-inflated', breaks: 'billing', description: 'reports and bills 500 ms more than the session lasted', options: behaviour((base, state) => ({ stop: (team, jobId) => { const session = state.sessions.get(jobId); if (session) session.startedAt -= 500; return base.stop(team, jobId); } })) },
+  { name: 'duration-inflated', breaks: 'billing', description: 'reports and bills 500 ms more than the session lasted', options: durationOffBy(500) },
   { name: 'duration-whole-seconds', breaks: 'billing', description: 'truncates sessionDurationMs to whole seconds', options: stopReply((r) => (r.status === 200 ? withBody(r, { sessionDurationMs: Math.floor(Number(body(r).sessionDurationMs) / 1000) * 1000 }) : r)) },
   { name: 'credits-as-string', breaks: 'billing', description: 'reports creditsBilled as a string', options: stopReply((r) => (r.status === 200 ? withBody(r, { creditsBilled: String(body(r).creditsBilled) }) : r)) },
   // Rule 3: foreign team

@@ -3,10 +3,9 @@
  * so that a bad configuration gives one clear message instead of a cascade of failing tests.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
 import path from 'node:path';
 import dotenv from 'dotenv';
+import { sendTimed } from './exchange';
 
 if (!process.env.CONFORMANCE_IGNORE_DOTENV) dotenv.config({ quiet: true });
 
@@ -153,18 +152,10 @@ export function readKnownDeviations(file: string): Map<string, string> {
 }
 
 /** Any HTTP answer proves the target reachable; a refused connection or a timeout does not. */
-export function checkReachable(baseURL: string, timeoutMs: number): Promise<void> {
-  const url = new URL(`${baseURL}/v2/scrape`);
-  const client = url.protocol === 'https:' ? https : http;
-  return new Promise((resolve, reject) => {
-    const probe = client.request(url, { method: 'OPTIONS', timeout: Math.min(timeoutMs, 10_000) }, (response) => {
-      response.resume();
-      resolve();
-    });
-    probe.on('timeout', () => probe.destroy(new Error('no answer within the timeout')));
-    probe.on('error', (error: NodeJS.ErrnoException) =>
-      reject(new ConfigurationError([`The target ${baseURL} is unreachable (${error.code ?? error.message}).`])),
-    );
-    probe.end();
-  });
+export async function checkReachable(baseURL: string, timeoutMs: number): Promise<void> {
+  try {
+    await sendTimed(`${baseURL}/v2/scrape`, 'OPTIONS', {}, undefined, Math.min(timeoutMs, 10_000));
+  } catch (error) {
+    throw new ConfigurationError([`The target ${baseURL} is unreachable (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}).`]);
+  }
 }
