@@ -1,8 +1,13 @@
-// Allure Report 3 configuration for `npm run conformance` (allure generate --config allurerc.mjs).
+// Allure Report 3 configuration, used by scripts/allure-report.ts (allure generate --config allurerc.mjs).
 import { defineConfig } from 'allure';
 
 export default defineConfig({
   name: 'Stop interactive browser session — conformance',
+  // Each run appends to the history, so the report shows every test's trend and marks flaky and
+  // newly failing tests. Tests are keyed by their stable ids (historyId), not by their titles.
+  historyPath: process.env.ALLURE_HISTORY_PATH ?? './reports/allure-history.jsonl',
+  appendHistory: true,
+  historyLimit: 50,
   plugins: {
     awesome: {
       options: {
@@ -20,8 +25,8 @@ export default defineConfig({
         matchers: [{ labels: { knownDeviation: /.+/ } }],
       },
       {
-        name: 'Suite or configuration error',
-        matchers: [{ statuses: ['failed', 'broken'], message: /SuiteError|Configuration error|back-off budget/ }],
+        name: 'Error of the run',
+        matchers: [{ statuses: ['failed', 'broken'], message: /RunError|Test timeout of|Configuration error|back-off budget/ }],
       },
       {
         name: 'Implementation defect',

@@ -1,25 +1,27 @@
 /**
- * npm run bench: every figure as a ratio against a baseline measured in the same run (the
- * machines are shared and noisy, so absolute times mean little). Writes reports/bench.json.
- *   1. suite wall time / (Playwright running one empty test + the longest billing hold)   goal <= 1.5
- *   2. the suite's burst rate / autocannon's, same endpoint and concurrency               goal >= 0.5, 200 requests within 1 s
- *   3. median width of the measured billing interval (goal <= 5 ms) and the smallest
- *      sessionDurationMs bias the billing rule detects (goal <= 50 ms)
- *   4. reference throughput / a bare node:http server's, 404 and 401 paths               goal >= 0.8
+ * npm run bench [-- <part>]: every figure as a ratio against a baseline measured in the same run
+ * (the machines are shared and noisy, so absolute times mean little). Writes reports/bench.json
+ * and docs/performance.md.
+ *   suite       suite wall time / (one empty Playwright test + the longest billing hold)   goal <= 1.5
+ *               and what the sequences rule adds to it                                     goal <= 3 s
+ *   burst       the suite's burst rate / autocannon's, same endpoint and concurrency       goal >= 0.5, 200 requests within 1 s
+ *   timing      median width of the measured billing interval (goal <= 5 ms) and the smallest
+ *               sessionDurationMs bias the billing rule detects (goal <= 50 ms)
+ *   throughput  reference throughput / a bare node:http server's, 404 and 401 paths         goal >= 0.8
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { loadTeams } from '../reference/server';
-import { readSettings } from '../tests/support/config';
-import { sleep } from '../tests/support/exchange';
-import { isolatedEnv, ROOT, runCommand, runMatrix } from '../selftest/matrix';
+import { readSettings } from '../tests/support/settings';
+import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand, runMatrix } from '../selftest/matrix';
 import { durationOffBy, type Variant } from '../selftest/variants';
+import { renderPerformance } from './performance';
 
 const [owner, foreign] = loadTeams();
-const PLAYWRIGHT = path.join(ROOT, 'node_modules', '.bin', 'playwright');
 const UUID = '3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b';
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
@@ -29,10 +31,27 @@ async function serve(kind: 'reference' | 'bare', limit?: number): Promise<{ url:
   return { url, child };
 }
 
-async function timed(command: string[], env: Record<string, string>): Promise<{ seconds: number; log: string; code: number }> {
+/** One Playwright run of the suite with a JSON report; returns its wall time and the report. */
+async function suiteRun(args: string[], env: Record<string, string> = {}): Promise<{ seconds: number; report: any }> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-'));
   const started = performance.now();
-  const { code, log } = await runCommand(command[0], command.slice(1), isolatedEnv(env));
-  return { seconds: (performance.now() - started) / 1000, log, code };
+  const { code, log } = await runCommand(PLAYWRIGHT, ['test', '--reporter=json', ...args], isolatedEnv({ PLAYWRIGHT_JSON_OUTPUT_NAME: path.join(dir, 'report.json'), REPORTS_DIR: dir, ...env }));
+  const seconds = (performance.now() - started) / 1000;
+  if (code !== 0) throw new Error(`the suite failed:\n${log.slice(-2000)}`);
+  return { seconds, report: JSON.parse(readFileSync(path.join(dir, 'report.json'), 'utf8')) };
+}
+
+/** The JSON bodies of every attachment with this name in a Playwright JSON report. */
+function attachments(report: any, name: string): any[] {
+  const found: any[] = [];
+  const visit = (suite: any) => {
+    for (const spec of suite.specs ?? []) {
+      for (const test of spec.tests) for (const result of test.results) for (const a of result.attachments ?? []) if (a.name === name) found.push(JSON.parse(Buffer.from(a.body, 'base64').toString('utf8')));
+    }
+    (suite.suites ?? []).forEach(visit);
+  };
+  report.suites.forEach(visit);
+  return found;
 }
 
 async function suiteOverhead() {
@@ -42,36 +61,44 @@ async function suiteOverhead() {
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(empty, 'node_modules'));
   const floors: number[] = [];
   const suites: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    floors.push((await timed([PLAYWRIGHT, 'test', '-c', path.join(empty, 'playwright.config.ts')], {})).seconds);
-    const run = await timed([PLAYWRIGHT, 'test', '--reporter=line'], {});
-    if (run.code !== 0) throw new Error(`the suite failed against the reference:\n${run.log.slice(-2000)}`);
-    suites.push(run.seconds);
+  const withoutSequences: number[] = [];
+  // Interleaved, so that a slow spell of the machine falls on all three alike.
+  for (let i = 0; i < 5; i++) {
+    const started = performance.now();
+    const { code } = await runCommand(PLAYWRIGHT, ['test', '-c', path.join(empty, 'playwright.config.ts')], isolatedEnv({}));
+    if (code !== 0) throw new Error('the empty test failed');
+    floors.push((performance.now() - started) / 1000);
+    suites.push((await suiteRun([])).seconds);
+    withoutSequences.push((await suiteRun(['--grep-invert', 'random histories'])).seconds);
   }
   const longestHold = Math.max(...readSettings({}).billingHoldsMs) / 1000;
   const floor = median(floors) + longestHold;
-  return { suiteSeconds: median(suites), emptyTestSeconds: median(floors), longestHoldSeconds: longestHold, ratio: median(suites) / floor, goal: '<= 1.5' };
+  return {
+    suiteSeconds: +median(suites).toFixed(2),
+    suiteRunsSeconds: suites.map((s) => +s.toFixed(2)),
+    emptyTestSeconds: +median(floors).toFixed(2),
+    longestHoldSeconds: longestHold,
+    ratio: +(median(suites) / floor).toFixed(2),
+    goal: '<= 1.5',
+    withoutSequencesSeconds: +median(withoutSequences).toFixed(2),
+    sequencesAddSeconds: +(median(suites) - median(withoutSequences)).toFixed(2),
+    sequencesGoal: '<= 3 s',
+  };
 }
 
 async function burst() {
   const reference = await serve('reference', 50);
   try {
     const requests = 200;
-    const report = path.join(mkdtempSync(path.join(os.tmpdir(), 'burst-')), 'report.json');
-    const run = await timed([PLAYWRIGHT, 'test', 'tests/rules/06-rate-limit-burst.spec.ts', '-g', 'burst of concurrent', '--reporter=json'], {
-      BASE_URL: reference.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: String(requests), PLAYWRIGHT_JSON_OUTPUT_NAME: report,
-    });
-    if (run.code !== 0) throw new Error(`the burst failed against the reference:\n${run.log.slice(-1500)}`);
-    const json = JSON.parse(readFileSync(report, 'utf8'));
-    const attachment = JSON.stringify(json).match(/"name":"burst answers by status","contentType":"application\/json","body":"([^"]+)"/);
-    if (!attachment) throw new Error(`no burst attachment in the report:\n${run.log.slice(-1500)}`);
-    const suite = JSON.parse(Buffer.from(attachment[1], 'base64').toString('utf8'));
+    const { report } = await suiteRun(['tests/rules/06-rate-limit.spec.ts'], { BASE_URL: reference.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: String(requests) });
+    const [suite] = attachments(report, 'burst answers by status');
+    if (!suite) throw new Error('no burst attachment in the report');
     await sleep(1100); // a fresh rate-limit window for autocannon
     const cannon = await autocannon({ url: `${reference.url}/v2/scrape/${UUID}/interact`, method: 'DELETE', headers: { authorization: `Bearer ${owner.keys[0]}` }, connections: requests, amount: requests });
     const cannonSeconds = (new Date(cannon.finish).getTime() - new Date(cannon.start).getTime()) / 1000;
     const suiteRps = suite.requests / (suite.durationMs / 1000);
     const cannonRps = requests / cannonSeconds;
-    return { requests, suiteMs: suite.durationMs, suiteRps: Math.round(suiteRps), suiteCounts: suite.counts, autocannonMs: Math.round(cannonSeconds * 1000), autocannonRps: Math.round(cannonRps), ratio: suiteRps / cannonRps, goal: '>= 0.5 and 200 requests within 1000 ms' };
+    return { requests, suiteMs: suite.durationMs, suiteCounts: suite.counts, autocannonMs: Math.round(cannonSeconds * 1000), ratio: +(suiteRps / cannonRps).toFixed(2), goal: '>= 0.5 and 200 requests within 1000 ms' };
   } finally {
     reference.child.kill();
   }
@@ -81,25 +108,18 @@ async function timingPrecision() {
   // Five ordinary runs of the whole suite, three billing intervals each.
   const widths: number[] = [];
   for (let run = 0; run < 5; run++) {
-    const report = path.join(mkdtempSync(path.join(os.tmpdir(), 'timing-')), 'report.json');
-    const { code, log } = await timed([PLAYWRIGHT, 'test', '--reporter=json'], { PLAYWRIGHT_JSON_OUTPUT_NAME: report });
-    if (code !== 0) throw new Error(`the suite failed against the reference:\n${log.slice(-2000)}`);
-    widths.push(...[...readFileSync(report, 'utf8').matchAll(/sessionDurationMs lies in the measured ([\d.]+)\.\.([\d.]+) ms/g)].map((m) => Number(m[2]) - Number(m[1])));
+    const intervals = attachments((await suiteRun([])).report, 'measured interval');
+    if (intervals.length !== 3) throw new Error(`expected 3 measured intervals in a run's report, found ${intervals.length}`);
+    widths.push(...intervals.map((interval) => interval.hiMs - interval.loMs));
   }
-  if (widths.length !== 15) throw new Error(`expected 15 billing intervals in the reports, found ${widths.length}: has the step title changed?`);
   widths.sort((a, b) => a - b);
   const biases = [5, 10, 15, 20, 25, 30, 40, 50, 75, 100].flatMap((ms) => [ms, -ms]);
-  const variants: Variant[] = biases.map((bias) => ({
-    name: `bias${bias}`,
-    breaks: 'billing',
-    description: `reports sessionDurationMs ${bias} ms off`,
-    options: durationOffBy(bias),
-  }));
+  const variants: Variant[] = biases.map((bias) => ({ name: `bias${bias}`, breaks: 'billing', description: `reports sessionDurationMs ${bias} ms off`, options: durationOffBy(bias) }));
   // Four variants at a time, so that the machine is about as busy as in a normal run.
   const detected = new Map<number, boolean>();
   for (let i = 0; i < variants.length; i += 4) {
     const run = await runMatrix(variants.slice(i, i + 4));
-    for (const r of run.results) detected.set(Number(r.variant.name.slice(4)), r.failedRules.includes('billing'));
+    for (const r of run.results) detected.set(Number(r.variant.name.slice(4)), r.caughtBy.includes('billing'));
   }
   const magnitudes = [...new Set(biases.map(Math.abs))];
   const smallest = magnitudes.find((ms) => magnitudes.filter((m) => m >= ms).every((m) => detected.get(m) && detected.get(-m)));
@@ -128,8 +148,6 @@ async function throughput() {
       await hit(reference.url, 1);
       await hit(bare.url, 1);
       const rounds: { reference: { rps: number; p99Ms: number }; bare: { rps: number; p99Ms: number } }[] = [];
-      // Short rounds in alternating order (reference first, then bare first), so that a slow
-      // spell of the machine falls on both servers alike.
       for (let round = 0; round < 12; round++) {
         const first = round % 2 ? await hit(bare.url, 1) : await hit(reference.url, 1);
         const second = round % 2 ? await hit(reference.url, 1) : await hit(bare.url, 1);
@@ -139,8 +157,6 @@ async function throughput() {
       results[label] = {
         referenceRps: Math.round(median(rounds.map((r) => r.reference.rps))),
         bareRps: Math.round(median(rounds.map((r) => r.bare.rps))),
-        referenceP99Ms: median(rounds.map((r) => r.reference.p99Ms)),
-        bareP99Ms: median(rounds.map((r) => r.bare.p99Ms)),
         ratio: +median(ratios).toFixed(2),
         ratios: ratios.map((r) => +r.toFixed(2)),
         goal: '>= 0.8',
@@ -155,14 +171,22 @@ async function throughput() {
 
 (async () => {
   const only = process.argv[2];
-  const bench: Record<string, unknown> = { date: new Date().toISOString().slice(0, 10), cores: os.cpus().length, node: process.version };
-  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['suiteOverhead', suiteOverhead]];
+  const file = path.join(ROOT, 'reports', 'bench.json');
+  let bench: Record<string, unknown> = {};
+  try {
+    bench = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    // first run
+  }
+  Object.assign(bench, { date: new Date().toISOString().slice(0, 10), cores: os.cpus().length, node: process.version });
+  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['suite', suiteOverhead]];
   for (const [name, run] of parts) {
     if (only && only !== name) continue;
     bench[name] = await run();
     console.log(name, JSON.stringify(bench[name], null, 2));
   }
-  mkdirSync(path.join(ROOT, 'reports'), { recursive: true });
-  writeFileSync(path.join(ROOT, 'reports', 'bench.json'), JSON.stringify(bench, null, 2));
-  console.log('written reports/bench.json');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(bench, null, 2));
+  writeFileSync(path.join(ROOT, 'docs', 'performance.md'), renderPerformance(bench));
+  console.log('written reports/bench.json and docs/performance.md');
 })();

@@ -1,27 +1,50 @@
 /**
- * How long the suite takes against a target that allows only 10 stop/interact requests per
- * minute per team and sends no Retry-After (the hosted service's free plan), and that it passes.
- * Usage: npm run bench:strict-limit
+ * npm run bench:strict-limit: the whole suite against a target that allows only 10 stop/interact
+ * requests per minute per team and sends no Retry-After (the hosted service's free plan). Counts,
+ * from the server's side, the requests the run sends to the rate-limited endpoints, and records
+ * them with the wall time in reports/bench.json and docs/performance.md.
  */
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, loadTeams } from '../reference/server';
-import { isolatedEnv, ROOT, runCommand } from '../selftest/matrix';
+import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from '../selftest/matrix';
+import { renderPerformance } from './performance';
 
 (async () => {
+  const lines: string[] = [];
   const server = await createReferenceServer({
     rateLimit: { limit: 10, windowMs: 60_000 },
+    log: (line) => lines.push(line),
     behaviour: (base) => ({ error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) }),
   });
   const [owner, foreign] = loadTeams();
   const started = performance.now();
-  const { code, log } = await runCommand(
-    path.join(ROOT, 'node_modules', '.bin', 'playwright'),
-    ['test', '--reporter=line'],
-    isolatedEnv({ BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: '30' }),
-  );
-  const minutes = (performance.now() - started) / 60_000;
+  const { code, log } = await runCommand(PLAYWRIGHT, ['test', '--reporter=line'], isolatedEnv({
+    BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: '30', REPORTS_DIR: mkdtempSync(path.join(os.tmpdir(), 'strict-')),
+  }));
+  const minutes = +((performance.now() - started) / 60_000).toFixed(1);
   await server.close();
+  const limited = lines.filter((line) => /^(POST|DELETE) \/v2\/scrape\/[^/ ]*\/interact /.test(line));
+  const figures = {
+    exitCode: code,
+    minutes,
+    rateLimitedRequests: limited.length,
+    throttled: limited.filter((line) => / 429 /.test(line)).length,
+    scrapes: lines.filter((line) => line.startsWith('POST /v2/scrape ')).length,
+    sessionsLeftRunning: server.activeSessions().length,
+  };
   console.log(log.split('\n').filter((line) => /passed|failed|Verdict|FAIL|✘|Error/.test(line)).join('\n'));
-  console.log(`10 requests/minute, no Retry-After: exit ${code} in ${minutes.toFixed(1)} min; ${server.activeSessions().length} sessions left running`);
+  console.log(JSON.stringify(figures, null, 2));
+  const file = path.join(ROOT, 'reports', 'bench.json');
+  let bench: Record<string, unknown> = {};
+  try {
+    bench = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    // first run
+  }
+  bench.strictLimit = figures;
+  writeFileSync(file, JSON.stringify(bench, null, 2));
+  writeFileSync(path.join(ROOT, 'docs', 'performance.md'), renderPerformance(bench));
   process.exit(code);
 })();

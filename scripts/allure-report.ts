@@ -1,37 +1,43 @@
 /**
- * npm run allure-report [-- <allure-results folders...>]   (default: reports/allure-results)
+ * Builds the single-file Allure report, `<reports>/allure-report/index.html`, from one or more
+ * results folders (one per shard), keeping the history of earlier runs in `<reports>/allure-history.jsonl`.
  *
- * Builds the single-file Allure report in reports/allure-report/index.html. Allure's single-file
- * page sometimes asks for its data before the end of the page has defined it, then fetches
- * `widgets/*.json` from disk, which the browser refuses, and shows an empty report (about one
- * opening in six in headless Chromium here). Declaring the data store at the top of the page
- * makes the page wait for its embedded data instead.
+ * Allure's single-file page sometimes asks for its data before the end of the page has defined
+ * it, then fetches `widgets/*.json` from disk, which the browser refuses, and shows an empty
+ * report (about one opening in six in headless Chromium here). Declaring the data store at the
+ * top of the page makes the page wait for its embedded data instead.
+ *
+ *   npm run allure-report -- [<allure-results folders...>]   (default: reports/allure-results)
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-const root = path.join(__dirname, '..');
-export const REPORT = path.join(root, 'reports', 'allure-report', 'index.html');
+const ROOT = path.join(__dirname, '..');
 const EARLY_DATA_STORE = '<script>window.allureReportData = window.allureReportData || {};</script>';
 
-export function buildAllureReport(resultsDirs: string[]): boolean {
-  const allure = spawnSync(
-    path.join(root, 'node_modules', '.bin', 'allure'),
-    ['generate', ...resultsDirs, '-o', path.dirname(REPORT), '-c', path.join(root, 'allurerc.mjs')],
-    { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] },
-  );
-  if (allure.status !== 0) return false;
+/** Returns the report's path, or undefined when Allure could not build it. */
+export function buildAllureReport(resultsDirs: string[], reportsDir: string): string | undefined {
+  const allure = path.join(path.dirname(require.resolve('allure')), '..', 'cli.js');
+  const output = path.join(reportsDir, 'allure-report');
+  const generated = spawnSync(process.execPath, [allure, 'generate', ...resultsDirs, '-o', output, '-c', path.join(ROOT, 'allurerc.mjs')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, ALLURE_HISTORY_PATH: path.join(reportsDir, 'allure-history.jsonl') },
+  });
+  if (generated.status !== 0) return undefined;
+  const report = path.join(output, 'index.html');
   // npm test checks that the store is in place, so a new Allure page layout cannot drop it unnoticed.
-  writeFileSync(REPORT, readFileSync(REPORT, 'utf8').replace(/<head[^>]*>/, (head) => `${head}\n    ${EARLY_DATA_STORE}`));
-  return true;
+  writeFileSync(report, readFileSync(report, 'utf8').replace(/<head[^>]*>/, (head) => `${head}\n    ${EARLY_DATA_STORE}`));
+  return report;
 }
 
 if (require.main === module) {
+  const reportsDir = path.resolve(process.env.REPORTS_DIR || 'reports');
   const dirs = process.argv.slice(2);
-  if (!buildAllureReport(dirs.length ? dirs : [path.join(root, 'reports', 'allure-results')])) {
+  const report = buildAllureReport(dirs.length ? dirs.map((dir) => path.resolve(dir)) : [path.join(reportsDir, 'allure-results')], reportsDir);
+  if (!report) {
     console.error('The Allure report could not be generated.');
     process.exit(1);
   }
-  console.log(`Allure report: ${path.relative(process.cwd(), REPORT)}`);
+  console.log(`Allure report: ${path.relative(process.cwd(), report)}`);
 }

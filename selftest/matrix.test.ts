@@ -18,7 +18,9 @@ test('the variant catalogue has at least 30 faulty and 10 correct variants with 
 test('the suite catches every faulty variant by its rule, passes every correct one, and leaks no session', async () => {
   const run = await runMatrix(variants, { full: process.env.MATRIX === 'full' });
   console.log(`${renderMatrix(run)}\n${run.results.length} variants in ${(run.durationMs / 1000).toFixed(1)} s`);
-  const wrong = run.results.filter((r) => r.verdict !== 'ok').map((r) => `${r.variant.name}: ${r.verdict}\n    ${r.failures.slice(0, 3).join('\n    ')}`);
+  const wrong = run.results
+    .filter((r) => r.verdict !== 'ok')
+    .map((r) => `${r.variant.name}: ${r.verdict}\n    ${r.tests.filter((t) => t.outcome !== 'pass').slice(0, 3).map((t) => `${t.id} ${t.outcome}: ${t.note}`).join('\n    ')}`);
   assert.deepEqual(wrong, [], 'variants with the wrong outcome');
   const leaks = run.results.filter((r) => !r.variant.leaksSessions && r.activeSessions > 0).map((r) => `${r.variant.name}: ${r.activeSessions}`);
   assert.deepEqual(leaks, [], 'variants left with running sessions');

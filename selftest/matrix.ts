@@ -1,85 +1,91 @@
 /**
- * Runs the conformance suite against a set of reference variants in one Playwright run and
- * reports, per variant, which rules failed and how many sessions were left running.
+ * Runs the conformance suite against a set of reference variants and says, per variant, whether
+ * the suite judged it as it should: a faulty variant caught by the rule named for it, a correct
+ * one passed. Outcomes are read through the suite's own verdict logic (tests/support/verdict.ts),
+ * so an error of the run is never mistaken for a catch.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, type ReferenceServer } from '../reference/server';
 import type { Variant } from './variants';
-import { firstLine } from '../tests/support/summary-reporter';
+import { testIdOf, ruleOf, type RuleId, type TestId } from '../tests/support/rules';
+import { outcomeOf, type Outcome } from '../tests/support/verdict';
+
+export interface TestOutcome {
+  id: TestId;
+  outcome: Outcome;
+  note?: string;
+}
 
 export interface VariantResult {
   variant: Variant;
-  failedRules: string[];
-  /** Title and first message line of each failed test. */
-  failures: string[];
-  passed: number;
-  skipped: number;
+  /** Rules with a test whose outcome is `fail` (or the outcome the variant is to be caught as). */
+  caughtBy: RuleId[];
+  tests: TestOutcome[];
   activeSessions: number;
-  verdict: 'ok' | 'MISSED' | 'FALSE ALARM' | 'WRONG RULE';
+  verdict: 'ok' | 'MISSED' | 'FALSE ALARM' | 'WRONG RULE' | 'RUN ERROR';
 }
 
 export interface MatrixRun {
   results: VariantResult[];
   output: string;
-  /** Everything the Playwright run printed. */
+  /** Everything the Playwright runs printed. */
   log: string;
   durationMs: number;
 }
 
 export const ROOT = path.join(__dirname, '..');
+export const PLAYWRIGHT = path.join(ROOT, 'node_modules', '.bin', 'playwright');
 
-/** Environment for a suite run that must not pick up a developer's .env or target. */
+/** Environment for a suite run that must not pick up a developer's .env, target or settings. */
 export function isolatedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, CONFORMANCE_IGNORE_DOTENV: '1', FORCE_COLOR: '0' };
-  for (const name of ['BASE_URL', 'API_KEY', 'FOREIGN_API_KEY', 'KNOWN_DEVIATIONS', 'CI']) delete env[name];
+  for (const name of Object.keys(env)) {
+    if (/^(BASE_URL|API_KEY|FOREIGN_API_KEY|KNOWN_DEVIATIONS|STRICT|REPORTS_DIR|CI|SEQUENCE_.*|CONFORMANCE_EMBEDDED_URL)$/.test(name)) delete env[name];
+  }
   return { ...env, ...extra };
 }
 
-export function runCommand(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; log: string }> {
+export function runCommand(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Promise<{ code: number; log: string }> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: ROOT, env });
+    const child = spawn(command, args, { cwd, env });
     let log = '';
     child.stdout.on('data', (chunk) => (log += chunk));
     child.stderr.on('data', (chunk) => (log += chunk));
-    child.on('close', (code) => resolve({ code: code ?? 1, log }));
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : 1), log }));
   });
 }
 
-/**
- * `full`: run every rule against every variant. Otherwise a faulty variant runs only the rule
- * named for it (enough to prove it is caught by that rule) and a correct one runs everything.
- */
+/** The rules a variant is run with: a faulty one its own rule (enough to prove the catch), unless it must show every other rule passes. */
+function rulesFor(variant: Variant, full: boolean): RuleId[] | undefined {
+  if (full || !variant.breaks || variant.runsEveryRule) return undefined;
+  return [variant.breaks];
+}
+
 export async function runMatrix(variants: Variant[], { full = false, env: extraEnv = {} }: { full?: boolean; env?: Record<string, string> } = {}): Promise<MatrixRun> {
   const started = performance.now();
   const output = mkdtempSync(path.join(os.tmpdir(), 'conformance-matrix-'));
   const servers: ReferenceServer[] = await Promise.all(variants.map((variant) => createReferenceServer({ rateLimit: { limit: 50, windowMs: 1000 }, ...variant.options })));
   try {
-    const targets = variants.map((variant, index) => ({ name: variant.name, url: servers[index].url, only: full ? undefined : variant.breaks }));
-    const { log } = await runCommand(
-      path.join(ROOT, 'node_modules', '.bin', 'playwright'),
-      ['test', '-c', 'selftest/variants.config.ts'],
-      isolatedEnv({ SELFTEST_TARGETS: JSON.stringify(targets), SELFTEST_OUTPUT: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '10000', ...extraEnv }),
-    );
-    const byProject = readReport(path.join(output, 'report.json'), log);
+    const targets = variants.map((variant, index) => ({ name: variant.name, url: servers[index].url, rules: rulesFor(variant, full) }));
+    const env = (part: string) =>
+      isolatedEnv({ SELFTEST_TARGETS: JSON.stringify(targets), SELFTEST_OUTPUT: output, SELFTEST_PART: part, REPORTS_DIR: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '10000', ...extraEnv });
+    const runs = await Promise.all(['rest', 'burst'].map((part) => runCommand(PLAYWRIGHT, ['test', '-c', 'selftest/variants.config.ts'], env(part))));
+    const log = runs.map((run) => run.log).join('\n');
+    const byProject = readReports(['rest', 'burst'].map((part) => path.join(output, `report-${part}.json`)), log);
     const results = variants.map((variant, index): VariantResult => {
       const tests = byProject.get(variant.name) ?? [];
-      const failed = tests.filter((test) => test.status === 'failed');
-      const failedRules = [...new Set(failed.map((test) => test.rule))].sort();
+      const caughtAs = variant.caughtAs ?? 'fail';
+      const caughtBy = [...new Set(tests.filter((test) => test.outcome === caughtAs || test.outcome === 'fail').map((test) => ruleOf(test.id)))].sort();
+      const errors = tests.filter((test) => test.outcome === 'error');
       const verdict = variant.breaks
-        ? failedRules.includes(variant.breaks) ? 'ok' : failedRules.length ? 'WRONG RULE' : 'MISSED'
-        : failed.length ? 'FALSE ALARM' : 'ok';
-      return {
-        variant,
-        failedRules,
-        failures: failed.map((test) => `${test.title}: ${test.message}`),
-        passed: tests.filter((test) => test.status === 'passed').length,
-        skipped: tests.filter((test) => test.status === 'skipped').length,
-        activeSessions: servers[index].activeSessions().length,
-        verdict,
-      };
+        ? caughtBy.includes(variant.breaks) && tests.some((test) => ruleOf(test.id) === variant.breaks && test.outcome === caughtAs)
+          ? 'ok'
+          : errors.length ? 'RUN ERROR' : caughtBy.length ? 'WRONG RULE' : 'MISSED'
+        : errors.length ? 'RUN ERROR' : caughtBy.length ? 'FALSE ALARM' : tests.length ? 'ok' : 'MISSED';
+      return { variant, caughtBy, tests, activeSessions: servers[index].activeSessions().length, verdict };
     });
     return { results, output, log, durationMs: performance.now() - started };
   } finally {
@@ -87,50 +93,45 @@ export async function runMatrix(variants: Variant[], { full = false, env: extraE
   }
 }
 
-interface TestOutcome {
-  title: string;
-  rule: string;
-  status: 'passed' | 'failed' | 'skipped';
-  message: string;
-}
-
-/** Test outcomes per project, from Playwright's JSON report. */
-function readReport(file: string, log: string): Map<string, TestOutcome[]> {
-  let report: any;
-  try {
-    report = JSON.parse(readFileSync(file, 'utf8'));
-  } catch {
-    throw new Error(`The suite run wrote no JSON report. Its output:\n${log.slice(-3000)}`);
-  }
+/** Test outcomes per project, from Playwright's JSON reports, judged as the summary reporter judges them. */
+function readReports(files: string[], log: string): Map<string, TestOutcome[]> {
   const byProject = new Map<string, TestOutcome[]>();
-  const visit = (suite: any) => {
-    for (const spec of suite.specs ?? []) {
-      for (const test of spec.tests) {
-        const result = test.results.at(-1);
-        const status = test.status === 'skipped' ? 'skipped' : test.status === 'expected' ? 'passed' : 'failed';
-        const rule = test.annotations.find((a: { type: string }) => a.type === 'allure.label.rule')?.description ?? '?';
-        const message = firstLine(result?.error?.message) ?? '';
-        const list = byProject.get(test.projectName) ?? [];
-        list.push({ title: spec.title, rule, status, message });
-        byProject.set(test.projectName, list);
+  for (const file of files) {
+    if (!existsSync(file)) throw new Error(`The suite run wrote no JSON report (${path.basename(file)}). Its output:\n${log.slice(-3000)}`);
+    const report = JSON.parse(readFileSync(file, 'utf8'));
+    const visit = (suite: any) => {
+      for (const spec of suite.specs ?? []) {
+        for (const test of spec.tests) {
+          const result = test.results.at(-1);
+          const id = testIdOf(test.annotations);
+          if (!id || !result) continue;
+          const { outcome, note } = outcomeOf({
+            status: result.status,
+            errors: (result.errors ?? []).map((error: { message?: string }) => error.message ?? ''),
+            annotations: [...test.annotations, ...(result.annotations ?? [])],
+          });
+          byProject.set(test.projectName, [...(byProject.get(test.projectName) ?? []), { id, outcome, note }]);
+        }
       }
-    }
-    for (const child of suite.suites ?? []) visit(child);
-  };
-  for (const suite of report.suites) visit(suite);
+      for (const child of suite.suites ?? []) visit(child);
+    };
+    for (const suite of report.suites) visit(suite);
+  }
   return byProject;
 }
 
 export function renderMatrix(run: MatrixRun): string {
   const rows = run.results.map((r) => [
     r.variant.name,
-    r.variant.breaks ? `fail ${r.variant.breaks}` : 'pass',
-    r.failedRules.join(', ') || '-',
+    r.variant.breaks ? `${r.variant.caughtAs ?? 'fail'} ${r.variant.breaks}` : 'pass',
+    r.caughtBy.join(', ') || '-',
+    String(r.tests.length),
     String(r.activeSessions),
     r.verdict,
   ]);
-  const header = ['variant', 'expected', 'rules that failed', 'left running', 'verdict'];
+  const header = ['variant', 'expected', 'rules that caught it', 'tests', 'left running', 'verdict'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i].length)));
   const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i])).join('  ');
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
+

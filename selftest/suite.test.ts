@@ -1,105 +1,53 @@
 /**
- * The suite's own shape: titles are unique (known deviations are keyed by them), every test
- * carries a rule and a level and sits in its rule's file, every shipped known-deviations
- * file names only tests that exist, and the timed exchanges bracket what the server did.
+ * The suite's own shape: every test carries a stable id of the catalogue and only its level as a
+ * tag, sits in its rule's spec file, and every id of the catalogue has its test; shipped
+ * known-deviations files name existing checks; no import cycle, no import of the reference from
+ * the suite, and no spec reads the environment.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
-import http from 'node:http';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { isolatedEnv, ROOT, runCommand } from './matrix';
-import { RULES, type RuleId } from '../tests/support/rules';
-import { readKnownDeviations } from '../tests/support/config';
-import { sendTimed } from '../tests/support/exchange';
+import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
+import { entryOf, RULES, ruleOf, testIdOf, TEST_IDS, type TestId } from '../tests/support/rules';
+import { readKnownDeviations } from '../tests/support/deviations';
 
 async function listTests() {
-  const { code, log } = await runCommand(path.join(ROOT, 'node_modules', '.bin', 'playwright'), ['test', '--list', '--reporter=json'], isolatedEnv({}));
+  const { code, log } = await runCommand(PLAYWRIGHT, ['test', '--list', '--reporter=json'], isolatedEnv({}));
   assert.equal(code, 0, log);
   const report = JSON.parse(log.slice(log.indexOf('{')));
-  const tests: { title: string; file: string; rule?: string; level?: string; tags: string[] }[] = [];
+  const tests: { title: string; file: string; id?: TestId; tags: string[] }[] = [];
   const visit = (suite: any) => {
-    for (const spec of suite.specs ?? []) {
-      const annotations: { type: string; description: string }[] = spec.tests[0].annotations;
-      const label = (type: string) => annotations.find((a) => a.type === type)?.description;
-      tests.push({ title: spec.title, file: spec.file, rule: label('allure.label.rule'), level: label('allure.label.level'), tags: spec.tags });
-    }
+    for (const spec of suite.specs ?? []) tests.push({ title: spec.title, file: spec.file, id: testIdOf(spec.tests[0].annotations), tags: spec.tags });
     (suite.suites ?? []).forEach(visit);
   };
   report.suites.forEach(visit);
   return tests;
 }
 
-test('every test has a unique title, a rule, a level tag, and sits in its rule\'s spec file', async () => {
+test('every test has a catalogue id, only its level as a tag, and sits in its rule\'s spec file; every id has its test', async () => {
   const tests = await listTests();
-  assert.ok(tests.length >= 30, `${tests.length} tests`);
-  assert.equal(new Set(tests.map((t) => t.title)).size, tests.length, 'titles are unique');
   for (const t of tests) {
-    assert.ok(t.rule && t.rule in RULES, `${t.title}: rule ${t.rule}`);
-    assert.ok(['must', 'should', 'inferred'].includes(t.level!), `${t.title}: level ${t.level}`);
-    assert.deepEqual(t.tags, [t.level], `${t.title}: tagged @${t.level}`);
-    assert.equal(t.file, RULES[t.rule as RuleId].file, `${t.title} is in ${RULES[t.rule as RuleId].file}`);
+    assert.ok(t.id, `${t.title}: no test id`);
+    assert.deepEqual(t.tags, [entryOf(t.id!).level], `${t.id}: tagged with its level only`);
+    assert.equal(t.file, path.basename(RULES[ruleOf(t.id!)].file), `${t.id} is in ${RULES[ruleOf(t.id!)].file}`);
   }
-  assert.deepEqual(new Set(tests.map((t) => t.rule)), new Set(Object.keys(RULES)), 'every rule has tests');
+  assert.deepEqual(tests.map((t) => t.id).sort(), [...TEST_IDS].sort(), 'one test per catalogue id, and no other');
+  assert.equal(new Set(tests.map((t) => t.title)).size, tests.length, 'titles are unique');
 });
 
-test('every shipped known-deviations file names existing tests, each with a reason', async () => {
-  const titles = new Set((await listTests()).map((t) => t.title));
+test('every shipped known-deviations file names existing tests and checks, each with a reason', () => {
   const dir = path.join(ROOT, 'fixtures', 'known-deviations');
   for (const file of readdirSync(dir)) {
     const deviations = readKnownDeviations(path.join(dir, file));
-    assert.ok(deviations.size > 0, file);
-    for (const [title, reason] of deviations) {
-      assert.ok(titles.has(title), `${file}: no test is titled "${title}"`);
-      assert.ok(reason.length > 20, `${file}: "${title}" needs a reason`);
-    }
+    assert.ok(deviations.length > 0, file);
+    for (const deviation of deviations) assert.ok(entryOf(deviation.test).checks.includes(deviation.check));
   }
 });
 
-test('a timed exchange starts after its connection is open and brackets the server\'s whole handling of the request', async () => {
-  const seen: { connectedAt?: number; arrivedAt?: number; answeredAt?: number; body?: string; host?: string } = {};
-  const server = http.createServer((request, response) => {
-    seen.arrivedAt = performance.now();
-    seen.host = request.headers.host;
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk) => chunks.push(chunk)).on('end', () => {
-      seen.body = Buffer.concat(chunks).toString();
-      setTimeout(() => {
-        response.setHeader('content-type', 'application/json');
-        response.setHeader('retry-after', '1');
-        response.end('{"success":true}', () => (seen.answeredAt = performance.now()));
-      }, 30);
-    });
-  });
-  server.on('connection', () => (seen.connectedAt = performance.now()));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  try {
-    const answer = await sendTimed(`http://127.0.0.1:${port}/v2/x?y=1`, 'POST', { authorization: 'Bearer k' }, { code: 'x' }, 5_000);
-    assert.equal(answer.status, 200);
-    assert.equal(answer.text, '{"success":true}');
-    assert.equal(answer.headers['retry-after'], '1');
-    assert.equal(seen.body, '{"code":"x"}');
-    assert.equal(seen.host, `127.0.0.1:${port}`);
-    assert.ok(seen.connectedAt! < answer.sentAt, 'the connection is opened before the clock starts');
-    assert.ok(answer.sentAt <= seen.arrivedAt!, 'sentAt is before the server saw the request');
-    assert.ok(seen.answeredAt! <= answer.receivedAt, 'receivedAt is after the server finished its answer');
-    assert.ok(answer.receivedAt - answer.sentAt >= 30, 'the window holds the server\'s 30 ms');
-  } finally {
-    server.close();
-  }
-});
-
-test('a timed exchange with a target that never answers fails after the request timeout', async () => {
-  const server = http.createServer(() => {});
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  const started = performance.now();
-  try {
-    await assert.rejects(sendTimed(`http://127.0.0.1:${port}/`, 'DELETE', {}, undefined, 300), /Timeout 300ms exceeded/);
-    assert.ok(performance.now() - started < 2_000);
-  } finally {
-    server.closeAllConnections();
-    server.close();
-  }
+test('the layout holds: no import cycle, the suite never imports the reference, no spec reads the environment', async () => {
+  const { code, log } = await runCommand(path.join(ROOT, 'node_modules', '.bin', 'depcruise'), ['--config', '.dependency-cruiser.cjs', 'tests', 'scripts', 'reference', 'selftest', 'bench', 'playwright.config.ts'], isolatedEnv({}));
+  assert.equal(code, 0, log);
+  const specs = readdirSync(path.join(ROOT, 'tests', 'rules'));
+  for (const spec of specs) assert.doesNotMatch(readFileSync(path.join(ROOT, 'tests', 'rules', spec), 'utf8'), /process\.env/, `${spec} reads process.env`);
 });

@@ -5,8 +5,9 @@
  * `ReferenceOptions.behaviour`; the reference itself has no variant switches.
  */
 import type { Behaviour, ReferenceOptions, ReferenceState, Reply, Team } from '../reference/server';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { RuleId } from '../tests/support/rules';
-import { sleep } from '../tests/support/exchange';
+import type { Outcome } from '../tests/support/verdict';
 
 export interface Variant {
   name: string;
@@ -16,6 +17,10 @@ export interface Variant {
   options: ReferenceOptions;
   /** The variant keeps sessions alive on purpose, so the leak check does not apply. */
   leaksSessions?: boolean;
+  /** How its rule must judge it, when not `fail`: a fault no answer can prove is `not verifiable`. */
+  caughtAs?: Outcome;
+  /** Run every rule against it, to show that only its own rule catches it. */
+  runsEveryRule?: boolean;
 }
 
 type Override = (base: Behaviour, state: ReferenceState) => Partial<Behaviour>;
@@ -105,6 +110,8 @@ export const faultyVariants: Variant[] = [
     name: 'rate-limit-never-recovers',
     breaks: 'rate-limit',
     description: 'keeps a team limited for good once it went over the limit',
+    // The session the burst provisions can never be stopped again: the team is refused for good.
+    leaksSessions: true,
     options: behaviour((base) => {
       const blocked = new Set<string>();
       return { limit: (key) => (blocked.has(key) ? { allowed: false, retryAfterSeconds: 1 } : ((d) => (d.allowed || blocked.add(key), d))(base.limit(key))) };

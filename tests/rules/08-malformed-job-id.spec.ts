@@ -1,21 +1,23 @@
-import { test, expect, stopPath } from '../support/fixtures';
-import { rule } from '../support/rules';
-import { summary } from '../support/exchange';
+import { test, expect } from '../support/fixtures';
+import { interactPath, summary } from '../support/client';
+import { spec, type TestId } from '../support/rules';
 
-const malformed = [
-  { name: 'not a UUID', jobId: 'not-a-uuid' },
-  { name: 'a UUID with one character too many', jobId: '3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b7' },
-  { name: 'very long (4096 characters)', jobId: 'a'.repeat(4096) },
-  { name: 'path-like (percent-encoded slashes and dots)', jobId: '..%2F..%2Fv2%2Fscrape' },
-  { name: 'a broken percent-encoding', jobId: '%E0%A4%A' },
-  { name: 'a percent-encoded NUL byte', jobId: '%00' },
-  { name: 'the text "undefined"', jobId: 'undefined' },
+const malformed: { id: TestId; name: string; jobId: string }[] = [
+  { id: 'malformed-job-id/not-a-uuid', name: 'not a UUID', jobId: 'not-a-uuid' },
+  { id: 'malformed-job-id/uuid-too-long', name: 'a UUID with one character too many', jobId: '3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b7' },
+  { id: 'malformed-job-id/very-long', name: 'very long (4096 characters)', jobId: 'a'.repeat(4096) },
+  { id: 'malformed-job-id/path-like', name: 'path-like (percent-encoded slashes and dots)', jobId: '..%2F..%2Fv2%2Fscrape' },
+  { id: 'malformed-job-id/broken-percent-encoding', name: 'a broken percent-encoding', jobId: '%E0%A4%A' },
+  { id: 'malformed-job-id/nul-byte', name: 'a percent-encoded NUL byte', jobId: '%00' },
+  { id: 'malformed-job-id/undefined-text', name: 'the text "undefined"', jobId: 'undefined' },
 ];
 
-for (const { name, jobId } of malformed) {
-  test(`a stop whose jobId is ${name} answers 4xx, never 5xx`, rule('malformed-job-id', 'inferred'), async ({ api, identities }) => {
-    const stop = await api.send({ method: 'DELETE', path: stopPath(jobId), as: identities.owner });
-    expect(stop.status, summary(stop)).toBeGreaterThanOrEqual(400);
-    expect(stop.status, summary(stop)).toBeLessThan(500);
+for (const { id, name, jobId } of malformed) {
+  test(`a stop whose jobId is ${name} answers 4xx, never 5xx`, spec(id), async ({ api, identities, check }) => {
+    const stop = await api.send({ method: 'DELETE', path: interactPath(jobId), as: identities.owner });
+    await check('status', () => {
+      expect(stop.status, summary(stop)).toBeGreaterThanOrEqual(400);
+      expect(stop.status, summary(stop)).toBeLessThan(500);
+    });
   });
 }

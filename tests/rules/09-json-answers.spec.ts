@@ -1,34 +1,37 @@
 import { randomUUID } from 'node:crypto';
-import { test, expect, stopPath, type Exchange } from '../support/fixtures';
-import { rule } from '../support/rules';
-import { JSON_CONTENT_TYPE, summary } from '../support/exchange';
+import { test, expect } from '../support/fixtures';
+import { interactPath, JSON_CONTENT_TYPE, summary, type Answer } from '../support/client';
+import { spec } from '../support/rules';
 
-function expectJsonError(exchange: Exchange) {
-  expect(exchange.status, summary(exchange)).toBeGreaterThanOrEqual(400);
-  expect(exchange.headers['content-type'], `Content-Type of the ${exchange.status} answer`).toMatch(JSON_CONTENT_TYPE);
-  expect(exchange.body).toMatchSchema('error');
+function expectJsonError(answer: Answer) {
+  expect(answer.status, summary(answer)).toBeGreaterThanOrEqual(400);
+  expect(answer.headers['content-type'], `Content-Type of the ${answer.status} answer`).toMatch(JSON_CONTENT_TYPE);
+  expect(answer.body).toMatchSchema('error');
 }
 
-test('a 404 answer is application/json with success false and a short single-line error', rule('json-answers', 'must'), async ({ api, identities }) => {
-  const stop = await api.send({ method: 'DELETE', path: stopPath(randomUUID()), as: identities.owner });
-  expect(stop.status, summary(stop)).toBe(404);
-  expectJsonError(stop);
+test('a 404 answer is application/json with success false and a short single-line error', spec('json-answers/not-found'), async ({ api, identities, check }) => {
+  const stop = await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: identities.owner });
+  await check('status', () => expect(stop.status, summary(stop)).toBe(404));
+  await check('json-error', () => expectJsonError(stop));
 });
 
-test('a 403 answer is application/json with success false and a short single-line error', rule('json-answers', 'must'), async ({ api, session, identities }) => {
-  const stop = await api.send({ method: 'DELETE', path: stopPath(session.jobId), as: identities.foreign });
-  expect(stop.status, summary(stop)).toBe(403);
-  expectJsonError(stop);
+test('a 403 answer is application/json with success false and a short single-line error', spec('json-answers/forbidden'), async ({ api, session, identities, check }) => {
+  const stop = await api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.foreign });
+  await check('status', () => expect(stop.status, summary(stop)).toBe(403));
+  await check('json-error', () => expectJsonError(stop));
 });
 
-test('the refusal of a request without a key is application/json with success false and a short single-line error', rule('json-answers', 'inferred'), async ({ api, identities }) => {
-  expectJsonError(await api.send({ method: 'DELETE', path: stopPath(randomUUID()), as: identities.noKey }));
+test('the refusal of a request without a key is application/json with success false and a short single-line error', spec('json-answers/no-key'), async ({ api, identities, check }) => {
+  const stop = await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: identities.noKey });
+  await check('json-error', () => expectJsonError(stop));
 });
 
-test('the refusal of an unknown key is application/json with success false and a short single-line error', rule('json-answers', 'inferred'), async ({ api, identities }) => {
-  expectJsonError(await api.send({ method: 'DELETE', path: stopPath(randomUUID()), as: identities.unknownKey }));
+test('the refusal of an unknown key is application/json with success false and a short single-line error', spec('json-answers/unknown-key'), async ({ api, identities, check }) => {
+  const stop = await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: identities.unknownKey });
+  await check('json-error', () => expectJsonError(stop));
 });
 
-test('the refusal of a malformed jobId is application/json with success false and a short single-line error', rule('json-answers', 'inferred'), async ({ api, identities }) => {
-  expectJsonError(await api.send({ method: 'DELETE', path: stopPath('not-a-uuid'), as: identities.owner }));
+test('the refusal of a malformed jobId is application/json with success false and a short single-line error', spec('json-answers/malformed-job-id'), async ({ api, identities, check }) => {
+  const stop = await api.send({ method: 'DELETE', path: interactPath('not-a-uuid'), as: identities.owner });
+  await check('json-error', () => expectJsonError(stop));
 });

@@ -1,13 +1,32 @@
-/** Keeps keys out of everything the suite writes: attachments, error messages, logs. */
-const secrets = new Map<string, string>();
+/**
+ * Keeps keys out of everything the suite writes: attachments, error messages, the ledger, logs.
+ * Each registered key is redacted in its raw, JSON-escaped, URL-encoded and base64 forms.
+ */
+const forms = new Map<string, string>();
+/** Longest first, so that a key's extended form is not left half redacted. */
+let ordered: [string, string][] = [];
+
+/** The forms in which a key can travel inside a text: raw, escaped, encoded, and base64 at each byte alignment. */
+function formsOf(secret: string): string[] {
+  const base64 = [0, 1, 2].map((offset) => {
+    const encoded = Buffer.from('x'.repeat(offset) + secret).toString('base64');
+    // Only the characters of whole 3-byte groups that hold key bytes alone.
+    return encoded.slice(offset ? 4 : 0, -4);
+  });
+  return [secret, JSON.stringify(secret).slice(1, -1), secret.replace(/\//g, '\\/'), encodeURIComponent(secret), ...base64].filter((form) => form.length >= 6);
+}
 
 export function registerSecret(value: string | undefined, label: string): void {
-  if (value) secrets.set(value, `[${label}]`);
+  if (!value) return;
+  for (const form of formsOf(value)) if (!forms.has(form)) forms.set(form, `[${label}]`);
+  ordered = [...forms].sort(([a], [b]) => b.length - a.length);
 }
 
 export function redact(text: string): string {
   let result = text;
-  for (const [secret, label] of secrets) result = result.split(secret).join(label);
+  for (const [form, label] of ordered) {
+    if (result.includes(form)) result = result.split(form).join(label);
+  }
   return result;
 }
 
@@ -15,4 +34,15 @@ export function redact(text: string): string {
 export function redactAuthorization(value: string): string {
   const match = /^(\s*\S+)(\s+)\S/.exec(value);
   return match ? `${match[1]}${match[2]}[redacted]` : '[redacted]';
+}
+
+/** Answer headers as attached: credentials a server hands out or asks for are never shown. */
+export function redactHeaders(headers: Record<string, string>): Record<string, string> {
+  const shown: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (name === 'set-cookie' || name === 'authorization' || name === 'proxy-authorization' || name === 'cookie') shown[name] = '[redacted]';
+    else if (name === 'www-authenticate' || name === 'proxy-authenticate') shown[name] = value.replace(/^(\s*\S+).*$/s, '$1 [parameters redacted]');
+    else shown[name] = redact(value);
+  }
+  return shown;
 }

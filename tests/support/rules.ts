@@ -1,29 +1,164 @@
-/** The rules the suite checks, one spec file each (`file`, under tests/), and the labels every test carries. */
+/**
+ * The catalogue: every rule and every test the suite owns, by stable id. Titles live in the spec
+ * files and may change; ids do not. Reporters, the variant matrix, known-deviations files and the
+ * merged verdict all read ids through `testIdOf`, never through titles.
+ *
+ * A test id is `<rule id>/<test name>`; its checks are the named assertions a known deviation
+ * may point at (`check` in tests/support/checks.ts).
+ */
 import type { TestDetails } from '@playwright/test';
 
-export const RULES = {
-  'owner-stop': { title: "Rule 1: the owner's stop returns 200 with a stop result", section: 'Endpoints › Rules 1; Stop result', file: 'rules/01-owner-stop.spec.ts' },
-  billing: { title: 'Rule 2: credits are 2 per browser minute, prorated by the second, for the measured duration', section: 'Endpoints › Rules 2; Limits', file: 'rules/02-billing-measured.spec.ts' },
-  'foreign-team': { title: 'Rule 3: a foreign team gets 403 and the session survives', section: 'Endpoints › Rules 3; Authentication 5; Errors', file: 'rules/03-foreign-team-forbidden.spec.ts' },
-  'unknown-job': { title: 'Rule 4: a job with no browser session gets 404', section: 'Endpoints › Rules 4; Errors', file: 'rules/04-unknown-job-not-found.spec.ts' },
-  authentication: { title: 'Rule 5: a request without a valid key gets 4xx and the session survives', section: 'Authentication 1-4', file: 'rules/05-authentication-required.spec.ts' },
-  'rate-limit': { title: 'Rule 6: a burst gets 429 and the limiter recovers', section: 'Errors › Rate and concurrency; Limits', file: 'rules/06-rate-limit-burst.spec.ts' },
-  'stop-is-final': { title: 'Rule 7: a stop is final and never charged twice', section: 'States and transitions; Endpoints › Rules 2', file: 'rules/07-stop-is-final.spec.ts' },
-  'malformed-job-id': { title: 'Rule 8: a malformed jobId gets 4xx, never 5xx', section: 'Endpoints › Path parameter; Errors', file: 'rules/08-malformed-job-id.spec.ts' },
-  'json-answers': { title: 'Rule 9: every answer is JSON and every failure is {success: false, error}', section: 'Endpoints › Failure responses; Errors', file: 'rules/09-json-answers.spec.ts' },
-} as const;
-
-export type RuleId = keyof typeof RULES;
 export type Level = 'must' | 'should' | 'inferred';
 
-export function rule(id: RuleId, level: Level): TestDetails {
-  return {
-    tag: `@${level}`,
-    annotation: [
-      { type: 'allure.label.rule', description: id },
-      { type: 'allure.label.level', description: level },
-      { type: 'allure.label.feature', description: RULES[id].title },
-      { type: 'allure.label.specSection', description: RULES[id].section },
-    ],
-  };
+interface TestEntry {
+  level: Level;
+  checks: readonly string[];
+  /** Runs alone, once no other test is running (Playwright's built-in lock). */
+  exclusive?: boolean;
+}
+
+interface RuleEntry {
+  title: string;
+  section: string;
+  file: string;
+  tests: Record<string, TestEntry>;
+}
+
+const REFUSAL = ['refused', 'survives'] as const;
+const STATUS_AND_SCHEMA = ['status', 'schema'] as const;
+const must = (checks: readonly string[]): TestEntry => ({ level: 'must', checks });
+const should = (checks: readonly string[]): TestEntry => ({ level: 'should', checks });
+const inferred = (checks: readonly string[]): TestEntry => ({ level: 'inferred', checks });
+
+export const RULES = {
+  'owner-stop': {
+    title: "Rule 1: the owner's stop returns 200 with a stop result",
+    section: 'Endpoints › Rules 1; Stop result',
+    file: 'rules/01-owner-stop.spec.ts',
+    tests: { 'answers-200': must(['status', 'content-type', 'schema']) },
+  },
+  billing: {
+    title: 'Rule 2: credits are 2 per browser minute, prorated by the second, for the measured duration',
+    section: 'Endpoints › Rules 2; Limits',
+    file: 'rules/02-billing.spec.ts',
+    tests: {
+      'long-hold': must(['status', 'duration', 'credits']),
+      'medium-hold': must(['status', 'duration', 'credits']),
+      'short-hold': must(['status', 'duration', 'credits']),
+    },
+  },
+  'foreign-team': {
+    title: 'Rule 3: a foreign team gets 403, learns nothing, and the session survives',
+    section: 'Endpoints › Rules 3; Authentication 5; Errors',
+    file: 'rules/03-foreign-team.spec.ts',
+    tests: {
+      forbidden: must(STATUS_AND_SCHEMA),
+      survives: must(REFUSAL),
+      'reveals-nothing': must(['refused', 'reveals-nothing']),
+    },
+  },
+  'unknown-job': {
+    title: 'Rule 4: a job with no browser session gets 404',
+    section: 'Endpoints › Rules 4; Errors',
+    file: 'rules/04-unknown-job.spec.ts',
+    tests: { 'random-uuid': must(STATUS_AND_SCHEMA), 'job-without-session': must(STATUS_AND_SCHEMA) },
+  },
+  authentication: {
+    title: 'Rule 5: a request without a valid key gets 4xx, learns nothing, and the session survives',
+    section: 'Authentication 1-5',
+    file: 'rules/05-authentication.spec.ts',
+    tests: {
+      'no-key': must(REFUSAL),
+      'empty-token': must(REFUSAL),
+      garbage: must(REFUSAL),
+      'unknown-key': must(REFUSAL),
+      'key-case-changed': must(REFUSAL),
+      'key-extended': must(REFUSAL),
+      'key-truncated': must(REFUSAL),
+      'basic-scheme': should(REFUSAL),
+      'token-scheme': should(REFUSAL),
+      'lower-case-bearer': should(STATUS_AND_SCHEMA),
+      'reveals-nothing': should(['refused', 'reveals-nothing']),
+    },
+  },
+  'rate-limit': {
+    title: 'Rule 6: a burst gets 429, a throttled stop does nothing, and the limiter recovers',
+    section: 'Errors › Rate and concurrency; Limits',
+    file: 'rules/06-rate-limit.spec.ts',
+    tests: {
+      burst: { level: 'must', checks: ['limited', 'other-answers', 'recovers', 'throttled-reveals-nothing', 'throttled-stop-did-nothing'], exclusive: true },
+    },
+  },
+  'stop-is-final': {
+    title: 'Rule 7: a stop is final for everyone and never charged twice',
+    section: 'States and transitions; Endpoints › Rules 2-4',
+    file: 'rules/07-stop-is-final.spec.ts',
+    tests: {
+      'second-stop': inferred(['first-stop', 'second-stop', 'no-second-charge']),
+      'simultaneous-stops': inferred(['one-succeeds', 'answers', 'charged-once']),
+      'final-for-everyone': must(['first-stop', 'refused', 'reveals-nothing']),
+    },
+  },
+  'malformed-job-id': {
+    title: 'Rule 8: a malformed jobId gets 4xx, never 5xx',
+    section: 'Endpoints › Path parameter; Errors',
+    file: 'rules/08-malformed-job-id.spec.ts',
+    tests: {
+      'not-a-uuid': inferred(['status']),
+      'uuid-too-long': inferred(['status']),
+      'very-long': inferred(['status']),
+      'path-like': inferred(['status']),
+      'broken-percent-encoding': inferred(['status']),
+      'nul-byte': inferred(['status']),
+      'undefined-text': inferred(['status']),
+    },
+  },
+  'json-answers': {
+    title: 'Rule 9: every answer is JSON and every failure is {success: false, error}',
+    section: 'Endpoints › Failure responses; Errors',
+    file: 'rules/09-json-answers.spec.ts',
+    tests: {
+      'not-found': must(['status', 'json-error']),
+      forbidden: must(['status', 'json-error']),
+      'no-key': inferred(['json-error']),
+      'unknown-key': inferred(['json-error']),
+      'malformed-job-id': inferred(['json-error']),
+    },
+  },
+} as const satisfies Record<string, RuleEntry>;
+
+export type RuleId = keyof typeof RULES;
+type TestsOf<R extends RuleId> = keyof (typeof RULES)[R]['tests'] & string;
+export type TestId = { [R in RuleId]: `${R}/${TestsOf<R>}` }[RuleId];
+
+export const RULE_IDS = Object.keys(RULES) as RuleId[];
+
+export const TEST_IDS: TestId[] = RULE_IDS.flatMap((rule) => Object.keys(RULES[rule].tests).map((name) => `${rule}/${name}` as TestId));
+
+export function ruleOf(id: string): RuleId {
+  return id.split('/')[0] as RuleId;
+}
+
+export function entryOf(id: TestId): TestEntry {
+  const [rule, name] = id.split('/') as [RuleId, string];
+  return (RULES[rule].tests as Record<string, TestEntry>)[name];
+}
+
+export function isTestId(id: string): id is TestId {
+  const [rule, name, ...rest] = id.split('/');
+  return rest.length === 0 && rule in RULES && name in RULES[rule as RuleId].tests;
+}
+
+const TEST_ID = 'test-id';
+
+/** The details every test is declared with: its level as a tag, its id as the one annotation. */
+export function spec(id: TestId): TestDetails {
+  const { level, exclusive } = entryOf(id);
+  return { tag: `@${level}`, annotation: { type: TEST_ID, description: id }, ...(exclusive ? { lock: '-exclusive-' } : {}) };
+}
+
+/** The stable id of a test, from its annotations (Playwright's or a JSON report's). */
+export function testIdOf(annotations: readonly { type: string; description?: string }[]): TestId | undefined {
+  const id = annotations.find((annotation) => annotation.type === TEST_ID)?.description;
+  return id && isTestId(id) ? id : undefined;
 }

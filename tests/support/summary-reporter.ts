@@ -1,124 +1,107 @@
 /**
- * Conformance summary: rule -> pass / fail / known deviation / not verifiable, printed at the
- * end of the run and written as JSON. A test whose declared known deviation did not happen
- * counts as a failure, so that the deviations file stays true.
+ * Writes the verdict of a run: `conformance-summary.json` (every test of the catalogue with its
+ * outcome), `junit.xml` (one test case per test, its class name the rule, its rule id, test id,
+ * level and outcome as properties) and the console summary.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestError, TestResult } from '@playwright/test/reporter';
-import { RULES, type RuleId } from './rules';
+import { redact } from './redact';
+import { ruleOf, testIdOf, type TestId } from './rules';
+import { emptyRecords, firstLine, outcomeOf, renderSummary, summarise, type Summary, type TestRecord } from './verdict';
 
-export type TestOutcome = 'pass' | 'fail' | 'known deviation' | 'not verifiable' | 'not run';
-export type Verdict = 'pass' | 'fail' | 'error';
-
-interface TestRecord {
-  title: string;
-  level: string;
-  outcome: TestOutcome;
-  note?: string;
+export interface SummaryOptions {
+  reportsDir: string;
+  target: string;
+  embedded: boolean;
+  strict: boolean;
 }
 
-const ORDER: TestOutcome[] = ['fail', 'known deviation', 'not verifiable', 'pass', 'not run'];
-
 export default class SummaryReporter implements Reporter {
-  private readonly outputFile: string;
-  private readonly records = new Map<TestCase, TestRecord>();
+  private records = emptyRecords();
   private readonly errors: string[] = [];
+  private readonly durations = new Map<TestId, number>();
+  private shard?: string;
+  private filtered = false;
   private started = Date.now();
 
-  constructor(options: { outputFile?: string } = {}) {
-    this.outputFile = options.outputFile ?? 'reports/conformance-summary.json';
-  }
+  constructor(private readonly options: SummaryOptions) {}
 
   printsToStdio() {
     return false;
   }
 
-  onBegin(_config: FullConfig, suite: Suite) {
+  onBegin(config: FullConfig, suite: Suite) {
     this.started = Date.now();
-    for (const test of suite.allTests()) this.records.set(test, { title: test.title, level: annotation(test.annotations, 'allure.label.level') ?? '?', outcome: 'not run' });
+    this.shard = config.shard ? `${config.shard.current}/${config.shard.total}` : undefined;
+    const grep = ([] as RegExp[]).concat(config.grep);
+    this.filtered = !!config.grepInvert || grep.some((pattern) => pattern.source !== '.*');
+    for (const test of suite.allTests()) {
+      const id = testIdOf(test.annotations);
+      if (id) this.records.get(id)!.title = test.title;
+      else this.errors.push(`"${test.title}" (${test.location.file}) has no test id`);
+    }
   }
 
   onTestEnd(test: TestCase, result: TestResult) {
-    const record = this.records.get(test);
-    if (!record) return;
-    const annotations = [...test.annotations, ...(result.annotations ?? [])];
-    const deviation = annotation(annotations, 'known-deviation');
-    const expectedToFail = test.expectedStatus === 'failed';
-    if (result.status === 'skipped') {
-      const reason = annotation(annotations, 'not-verifiable');
-      record.outcome = reason ? 'not verifiable' : 'not run';
-      record.note = reason;
-    } else if (test.outcome() === 'expected') {
-      record.outcome = expectedToFail ? 'known deviation' : 'pass';
-      record.note = expectedToFail ? deviation : undefined;
-    } else {
-      record.outcome = 'fail';
-      record.note = expectedToFail
-        ? 'declared as a known deviation, but it passes: remove it from the known-deviations file'
-        : firstLine(result.error?.message);
-    }
+    const id = testIdOf(test.annotations);
+    if (!id) return;
+    const { outcome, note } = outcomeOf({
+      status: result.status,
+      errors: result.errors.map((error) => error.message ?? error.value ?? 'unknown error'),
+      annotations: [...test.annotations, ...(result.annotations ?? [])],
+    });
+    this.records.set(id, { ...this.records.get(id)!, outcome, note: note && redact(note) });
+    this.durations.set(id, result.duration);
   }
 
   onError(error: TestError) {
-    this.errors.push(firstLine(error.message) ?? 'unknown error');
+    this.errors.push(redact(firstLine(error.message ?? error.value) ?? 'unknown error'));
   }
 
-  async onEnd(result: FullResult) {
+  async onEnd(_result: FullResult) {
     if (process.argv.includes('--list')) return; // listing runs nothing: keep the last run's summary
-    const rules: Record<string, { title: string; status: TestOutcome; tests: TestRecord[] }> = {};
-    for (const [test, record] of this.records) {
-      const id = (annotation(test.annotations, 'allure.label.rule') ?? 'unlabelled') as RuleId;
-      rules[id] ??= { title: RULES[id]?.title ?? id, status: 'not run', tests: [] };
-      rules[id].tests.push(record);
-    }
-    for (const entry of Object.values(rules)) {
-      entry.status = ORDER.find((outcome) => entry.tests.some((test) => test.outcome === outcome)) ?? 'not run';
-    }
-    const ran = [...this.records.values()].some((record) => record.outcome !== 'not run');
-    const failed = Object.values(rules).some((entry) => entry.status === 'fail');
-    const verdict: Verdict = this.errors.length || !ran ? 'error' : failed || result.status !== 'passed' ? 'fail' : 'pass';
-    const summary = {
-      verdict,
-      target: process.env.BASE_URL || 'embedded reference',
-      embedded: !process.env.BASE_URL,
+    const summary = summarise(this.records, {
+      target: this.options.target,
+      embedded: this.options.embedded,
+      strict: this.options.strict,
+      shard: this.shard,
+      filtered: this.filtered || undefined,
       durationMs: Date.now() - this.started,
       errors: this.errors,
-      rules: Object.fromEntries(Object.entries(rules).sort(([a], [b]) => order(a) - order(b))),
-    };
-    mkdirSync(path.dirname(this.outputFile), { recursive: true });
-    writeFileSync(this.outputFile, JSON.stringify(summary, null, 2));
-    console.log(render(summary));
+    });
+    mkdirSync(this.options.reportsDir, { recursive: true });
+    writeFileSync(path.join(this.options.reportsDir, 'conformance-summary.json'), JSON.stringify(summary, null, 2));
+    writeFileSync(path.join(this.options.reportsDir, 'junit.xml'), junitXml(summary, this.durations));
+    console.log(renderSummary(summary));
   }
 }
 
-function order(id: string): number {
-  const index = Object.keys(RULES).indexOf(id);
-  return index < 0 ? 99 : index;
-}
+const xml = (text: string) => text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c]!);
 
-function annotation(annotations: { type: string; description?: string }[], type: string): string | undefined {
-  return annotations.find((entry) => entry.type === type)?.description;
-}
-
-/** The first non-empty line of an error message, without terminal colours. */
-export function firstLine(message: string | undefined): string | undefined {
-  // eslint-disable-next-line no-control-regex
-  return message?.replace(/\u001b\[[0-9;]*m/g, '').split('\n').find((line) => line.trim())?.trim();
-}
-
-function render(summary: { verdict: Verdict; target: string; errors: string[]; rules: Record<string, { title: string; status: TestOutcome; tests: TestRecord[] }> }): string {
-  const lines = ['', `Conformance summary — target: ${summary.target}`];
-  for (const entry of Object.values(summary.rules)) {
-    lines.push(`  ${entry.status.toUpperCase().padEnd(16)} ${entry.title}`);
-    for (const test of entry.tests.filter((t) => t.outcome !== 'pass')) {
-      lines.push(`      ${test.outcome.padEnd(15)} [@${test.level}] ${test.title}${test.note ? `\n          ${test.note}` : ''}`);
-    }
-  }
-  for (const error of summary.errors) lines.push(`  ERROR ${error}`);
-  const counts = ORDER.map((outcome) => [outcome, Object.values(summary.rules).filter((entry) => entry.status === outcome).length] as const)
-    .filter(([, count]) => count)
-    .map(([outcome, count]) => `${count} ${outcome}`);
-  lines.push(`Verdict: ${summary.verdict.toUpperCase()} (${Object.keys(summary.rules).length} rules: ${counts.join(', ')})`, '');
-  return lines.join('\n');
+/** JUnit that CI test views group by rule: class name = rule id, properties = ids, level, outcome. */
+export function junitXml(summary: Summary, durations: Map<TestId, number>): string {
+  const cases = (tests: TestRecord[]) =>
+    tests.map((test) => {
+      const props = [['rule', ruleOf(test.id)], ['test-id', test.id], ['level', test.level], ['outcome', test.outcome]]
+        .map(([name, value]) => `        <property name="${name}" value="${xml(value)}"/>`)
+        .join('\n');
+      const note = xml(test.note ?? '');
+      const body = {
+        fail: `<failure message="${note}" type="conformance failure"/>`,
+        error: `<error message="${note}" type="error of the run"/>`,
+        'not verifiable': `<skipped message="not verifiable: ${note}"/>`,
+        'not run': '<skipped message="not run"/>',
+        'known deviation': `<system-out>known deviation: ${note}</system-out>`,
+        pass: '',
+      }[test.outcome];
+      const seconds = ((durations.get(test.id) ?? 0) / 1000).toFixed(3);
+      return `    <testcase classname="${ruleOf(test.id)}" name="${xml(test.title ?? test.id)}" time="${seconds}">\n      <properties>\n${props}\n      </properties>\n      ${body}\n    </testcase>`;
+    });
+  const suites = Object.entries(summary.rules).map(([id, rule]) => {
+    const count = (outcome: string) => rule.tests.filter((test) => test.outcome === outcome).length;
+    const skipped = count('not verifiable') + count('not run');
+    return `  <testsuite name="${xml(id)}" tests="${rule.tests.length}" failures="${count('fail')}" errors="${count('error')}" skipped="${skipped}">\n${cases(rule.tests).join('\n')}\n  </testsuite>`;
+  });
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="conformance: ${xml(summary.target)}" verdict="${summary.verdict}">\n${suites.join('\n')}\n</testsuites>\n`;
 }

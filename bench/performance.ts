@@ -1,0 +1,37 @@
+/** Renders reports/bench.json as docs/performance.md, the page the README links to for figures. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Bench = Record<string, any>;
+
+const row = (cells: unknown[]) => `| ${cells.map((cell) => (cell === undefined ? '–' : String(cell))).join(' | ')} |`;
+
+export function renderPerformance(bench: Bench): string {
+  const { suite, burst, timing, throughput, strictLimit } = bench;
+  const lines = [
+    '# Performance',
+    '',
+    `Written by \`npm run bench\` from \`reports/bench.json\` (${bench.date}, ${bench.cores} cores, Node ${bench.node}). Every`,
+    'figure is a ratio against a baseline measured in the same script, since the machines are shared and noisy.',
+    '',
+    '| Figure | Measured | Baseline | Ratio | Goal |',
+    '| - | - | - | - | - |',
+  ];
+  if (suite) {
+    lines.push(row(['Suite wall time, embedded reference (median of 5)', `${suite.suiteSeconds} s`, `one empty Playwright test (${suite.emptyTestSeconds} s) + longest hold (${suite.longestHoldSeconds} s)`, suite.ratio, suite.goal]));
+    lines.push(row(['What the sequences rule adds to it', `${suite.sequencesAddSeconds} s`, `the suite without it: ${suite.withoutSequencesSeconds} s`, '–', suite.sequencesGoal]));
+  }
+  if (burst) lines.push(row([`Burst of ${burst.requests} concurrent stops`, `${burst.suiteMs} ms`, `autocannon, same endpoint and concurrency: ${burst.autocannonMs} ms`, burst.ratio, burst.goal]));
+  if (timing) {
+    lines.push(row([`Billing interval width, ${timing.intervals} intervals from 5 ordinary runs`, `median ${timing.medianIntervalWidthMs} ms (${timing.intervalWidthsMs[0]}–${timing.intervalWidthsMs.at(-1)})`, '–', '–', timing.widthGoal]));
+    lines.push(row(['Smallest `sessionDurationMs` bias caught', `${timing.smallestDetectedBiasMs} ms (both signs)`, 'biases of 5–100 ms injected into the reference', '–', timing.biasGoal]));
+  }
+  for (const [label, figure] of Object.entries(throughput ?? {}) as [string, Bench][]) {
+    lines.push(row([`Reference throughput, DELETE ${label}`, `${figure.referenceRps} req/s`, `bare \`node:http\` answering the same JSON: ${figure.bareRps} req/s`, `${figure.ratio} (median of ${figure.ratios.length} rounds)`, figure.goal]));
+  }
+  if (strictLimit) {
+    lines.push('', '## Against a target of 10 stop/interact requests per minute (`npm run bench:strict-limit`)', '');
+    lines.push(`No Retry-After, like the hosted service's free plan: exit ${strictLimit.exitCode} in ${strictLimit.minutes} minutes, ` +
+      `${strictLimit.rateLimitedRequests} requests to stop and interact (${strictLimit.throttled} of them answered 429), ` +
+      `${strictLimit.scrapes} scrapes, ${strictLimit.sessionsLeftRunning} sessions left running.`);
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,231 @@
+/**
+ * The kit's command (`npx stop-session-conformance`, or `npm run conformance` in a clone).
+ *
+ *   [run] [options] [-- <playwright options>]   run the suite, write the reports, exit with the verdict
+ *   reference [--port N]                         serve the reference implementation
+ *   cleanup                                      stop the sessions a killed run left in the ledger
+ *   verdict <summary.json...>                    merge the summaries of shards into one verdict
+ *
+ * Exit codes: 0 pass, 1 fail, 2 error of the run or of the configuration, 3 incomplete.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Ledger, ledgerFile } from '../tests/support/ledger';
+import { RULE_IDS, RULES, type RuleId } from '../tests/support/rules';
+import { stopOpenSessions } from '../tests/support/sessions';
+import { ConfigurationError, loadSettings, SETTINGS_TABLE, type Settings } from '../tests/support/settings';
+import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from '../tests/support/verdict';
+import { buildAllureReport } from './allure-report';
+
+const ROOT = path.join(__dirname, '..');
+const NAME = 'stop-session-conformance';
+
+function help(): string {
+  const width = Math.max(...SETTINGS_TABLE.map((s) => s.env.length + (s.flag ? s.flag.length + 3 : 0)));
+  const settings = SETTINGS_TABLE.map((s) => `  ${`${s.env}${s.flag ? ` / ${s.flag}` : ''}`.padEnd(width + 2)} ${s.meaning} Default: ${s.default}.`);
+  return [
+    `Usage: ${NAME} [run] [options] [-- <playwright test options>]`,
+    `       ${NAME} reference [--port <port>]       serve the reference implementation (default port 3002)`,
+    `       ${NAME} cleanup                         stop the sessions a killed run left in <reports>/ledger.jsonl`,
+    `       ${NAME} verdict <summary.json...>       merge the summaries of shards into one verdict`,
+    '',
+    'Options of run (each also read from its environment variable, or from .env):',
+    '  --grep <regexp>, --grep-invert <regexp>, --shard <i/n>   passed to Playwright',
+    `  --rule <id>, --skip-rule <id>       run only, or all but, these rules (${RULE_IDS.join(', ')})`,
+    '  -h, --help                          this text',
+    '',
+    'Settings (environment variable / flag, meaning, default). Keys are read from the environment only, never from flags:',
+    ...settings,
+    '',
+    'Exit codes: 0 pass, 1 fail, 2 error of the run or the configuration, 3 incomplete (some tests did not run).',
+  ].join('\n');
+}
+
+function configurationError(message: string): number {
+  console.error(message.startsWith('Configuration error') ? message : `Configuration error:\n  - ${message}`);
+  return 2;
+}
+
+/** Reads the settings as the run will: flags first become their environment variables. */
+function settingsWith(env: Record<string, string | undefined>): Settings {
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) process.env[name] = value;
+  return loadSettings();
+}
+
+async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      'base-url': { type: 'string' },
+      'known-deviations': { type: 'string' },
+      strict: { type: 'boolean' },
+      reports: { type: 'string' },
+      grep: { type: 'string' },
+      'grep-invert': { type: 'string' },
+      shard: { type: 'string' },
+      rule: { type: 'string', multiple: true },
+      'skip-rule': { type: 'string', multiple: true },
+    },
+  });
+  const unknownRules = [...(values.rule ?? []), ...(values['skip-rule'] ?? [])].filter((id) => !RULE_IDS.includes(id as RuleId));
+  if (unknownRules.length) return configurationError(`no rule has the id ${unknownRules.join(', ')}; the rules are ${RULE_IDS.join(', ')}`);
+  if (values.shard && !/^\d+\/\d+$/.test(values.shard)) return configurationError(`--shard must look like 1/3 (got "${values.shard}")`);
+  let settings: Settings;
+  try {
+    settings = settingsWith({
+      BASE_URL: values['base-url'],
+      KNOWN_DEVIATIONS: values['known-deviations'],
+      STRICT: values.strict ? '1' : undefined,
+      REPORTS_DIR: values.reports && path.resolve(values.reports),
+    });
+  } catch (error) {
+    if (error instanceof ConfigurationError) return configurationError(error.message);
+    throw error;
+  }
+  process.env.REPORTS_DIR = settings.reportsDir;
+  if (settings.knownDeviationsFile) process.env.KNOWN_DEVIATIONS = settings.knownDeviationsFile;
+
+  for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json']) {
+    rmSync(path.join(settings.reportsDir, stale), { recursive: true, force: true });
+  }
+  const selected = values.rule?.length ? (values.rule as RuleId[]) : values['skip-rule']?.length ? RULE_IDS.filter((id) => !values['skip-rule']!.includes(id)) : [];
+  const playwrightArgs = [
+    require.resolve('@playwright/test/cli'),
+    'test',
+    '-c',
+    path.join(ROOT, 'playwright.config.ts'),
+    ...(values.grep ? ['--grep', values.grep] : []),
+    ...(values['grep-invert'] ? ['--grep-invert', values['grep-invert']] : []),
+    ...(values.shard ? [`--shard=${values.shard}`] : []),
+    ...selected.map((id) => path.join(ROOT, 'tests', RULES[id].file)),
+    ...positionals,
+  ];
+  const signalled = await runPlaywright(playwrightArgs, settings);
+
+  const leftOpen = await stopOpenSessions(new Ledger(ledgerFile(settings.reportsDir)), settings, (entry) => !entry.embedded);
+  if (leftOpen.stopped.length) console.log(`Stopped ${leftOpen.stopped.length} session(s) the run left:\n  ${leftOpen.stopped.join('\n  ')}`);
+  if (leftOpen.failed.length) console.error(`Could not stop ${leftOpen.failed.length} session(s):\n  ${leftOpen.failed.join('\n  ')}\nRun \`${NAME} cleanup\` to try again.`);
+
+  const summaryFile = path.join(settings.reportsDir, 'conformance-summary.json');
+  if (!existsSync(summaryFile)) {
+    console.error(signalled ? `The run was stopped by ${signalled} before it wrote a verdict.` : 'The run ended without a conformance summary: see the errors above.');
+    return 2;
+  }
+  const summary = JSON.parse(readFileSync(summaryFile, 'utf8')) as Summary;
+  if (existsSync(path.join(settings.reportsDir, 'allure-results'))) {
+    const report = buildAllureReport([path.join(settings.reportsDir, 'allure-results')], settings.reportsDir);
+    console.log(report ? `Allure report: ${path.relative(process.cwd(), report)}` : 'The Allure report could not be generated.');
+  }
+  console.log(`JUnit: ${path.relative(process.cwd(), path.join(settings.reportsDir, 'junit.xml'))}; summary: ${path.relative(process.cwd(), summaryFile)}`);
+  // A run stopped early, or one that leaves a session running, cannot pass: failures found stay failures.
+  if ((signalled || leftOpen.failed.length) && summary.exitCode !== EXIT_CODES.fail) return EXIT_CODES.error;
+  return summary.exitCode;
+}
+
+/**
+ * Runs Playwright in its own process group, so that a Ctrl-C reaches it once (from here, never
+ * twice, which would skip its teardown). SIGINT and SIGTERM are forwarded and Playwright's
+ * teardown is awaited; past RUN_TIMEOUT_MS and a minute's grace it is ended. Returns the signal
+ * that stopped the run, if one did.
+ */
+function runPlaywright(args: string[], settings: Settings): Promise<NodeJS.Signals | undefined> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { stdio: 'inherit', detached: true, env: process.env });
+    let signalled: NodeJS.Signals | undefined;
+    const forward = (signal: NodeJS.Signals) => {
+      if (signalled) return;
+      signalled = signal;
+      console.error(`\n${signal}: stopping the run; waiting for its teardown to stop the sessions it created…`);
+      child.kill(signal);
+    };
+    const onInt = () => forward('SIGINT');
+    const onTerm = () => forward('SIGTERM');
+    process.on('SIGINT', onInt);
+    process.on('SIGTERM', onTerm);
+    const hardStop = setTimeout(() => {
+      console.error(`The run went past RUN_TIMEOUT_MS (${settings.runTimeoutMs} ms) and a minute's grace: ending it.`);
+      forward('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 30_000).unref();
+    }, settings.runTimeoutMs + 60_000);
+    hardStop.unref();
+    child.on('exit', () => {
+      clearTimeout(hardStop);
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+      resolve(signalled);
+    });
+  });
+}
+
+async function cleanup(): Promise<number> {
+  let settings: Settings;
+  try {
+    settings = loadSettings();
+  } catch (error) {
+    if (error instanceof ConfigurationError) return configurationError(error.message);
+    throw error;
+  }
+  const ledger = new Ledger(ledgerFile(settings.reportsDir));
+  for (const file of [ledger.file, ledger.file.replace(/\.jsonl$/, '.previous.jsonl')]) {
+    const open = new Ledger(file).open();
+    const embedded = open.filter((entry) => entry.embedded).length;
+    if (embedded) console.log(`${file}: ${embedded} session(s) of an embedded reference ended with its process; nothing to stop.`);
+    const { stopped, failed } = await stopOpenSessions(new Ledger(file), settings, (entry) => !entry.embedded);
+    if (!open.length) console.log(`${file}: no session left open.`);
+    for (const line of stopped) console.log(`stopped  ${line}`);
+    for (const line of failed) console.log(`FAILED   ${line}`);
+    if (failed.length) return 2;
+  }
+  return 0;
+}
+
+function verdict(argv: string[]): number {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { out: { type: 'string' } } });
+  if (!positionals.length) return configurationError('verdict needs the conformance-summary.json of every shard');
+  const missing = positionals.filter((file) => !existsSync(file));
+  if (missing.length) return configurationError(`no such summary: ${missing.join(', ')}`);
+  const merged = mergeSummaries(positionals.map((file) => JSON.parse(readFileSync(file, 'utf8')) as Summary));
+  const out = path.resolve(values.out ?? path.join(loadSettings().reportsDir, 'conformance-summary.merged.json'));
+  mkdirSync(path.dirname(out), { recursive: true });
+  writeFileSync(out, JSON.stringify(merged, null, 2));
+  console.log(renderSummary(merged));
+  console.log(`Merged summary: ${path.relative(process.cwd(), out)}`);
+  return merged.exitCode;
+}
+
+async function reference(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { port: { type: 'string' } } });
+  const { createReferenceServer } = await import('../reference/server');
+  const port = Number(values.port ?? process.env.PORT ?? 3002);
+  const server = await createReferenceServer({ port, log: (line) => console.log(`${new Date().toISOString()} ${line}`) });
+  console.log(`Reference server listening on ${server.url} (teams and keys: fixtures/teams.json)`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await server.close();
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  if (argv.includes('-h') || argv.includes('--help')) {
+    console.log(help());
+    return 0;
+  }
+  const [command, ...rest] = argv;
+  if (command === 'reference') return reference(rest);
+  if (command === 'cleanup') return cleanup();
+  if (command === 'verdict') return verdict(rest);
+  return run(command === 'run' ? rest : argv);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: NodeJS.ErrnoException) => {
+    console.error(String(error.code).startsWith('ERR_PARSE_ARGS') ? `Configuration error:\n  - ${error.message}\nSee --help.` : error.message);
+    process.exit(2);
+  },
+);

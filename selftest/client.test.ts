@@ -1,0 +1,158 @@
+/**
+ * The suite's HTTP client on its own: its timing brackets the server's handling, every request
+ * ends in bounded time whatever the server does, bodies are capped after decompression too, the
+ * 429 back-off never spins, and nothing it hands to a test carries a key.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import zlib from 'node:zlib';
+import { createClient, exchange, retryDelayMs } from '../tests/support/client';
+import { registerSecret } from '../tests/support/redact';
+
+async function serve(handler: http.RequestListener): Promise<{ url: string; close: () => void }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+const bounds = { timeoutMs: 1_000, maxBodyBytes: 64 * 1024 };
+
+test("an exchange starts after its connection is open and brackets the server's whole handling of the request", async () => {
+  const seen: { arrivedAt?: number; answeredAt?: number; body?: string; host?: string } = {};
+  const server = await serve((request, response) => {
+    seen.arrivedAt = performance.now();
+    seen.host = request.headers.host;
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk) => chunks.push(chunk)).on('end', () => {
+      seen.body = Buffer.concat(chunks).toString();
+      setTimeout(() => {
+        response.setHeader('content-type', 'application/json');
+        response.end('{"success":true}', () => (seen.answeredAt = performance.now()));
+      }, 30);
+    });
+  });
+  try {
+    const answer = await exchange(`${server.url}/v2/x?y=1`, { method: 'POST', headers: { authorization: 'Bearer k' }, data: { code: 'x' }, ...bounds });
+    assert.equal(answer.status, 200);
+    assert.equal(answer.body.toString(), '{"success":true}');
+    assert.equal(seen.body, '{"code":"x"}');
+    assert.equal(seen.host, new URL(server.url).host);
+    assert.ok(answer.sentAt <= seen.arrivedAt!, 'sentAt is before the server saw the request');
+    assert.ok(seen.answeredAt! <= answer.receivedAt, 'receivedAt is after the server finished its answer');
+    assert.ok(answer.receivedAt - answer.sentAt >= 30, "the window holds the server's 30 ms");
+  } finally {
+    server.close();
+  }
+});
+
+const hostile: [string, http.RequestListener, RegExp][] = [
+  ['never answers', () => {}, /no complete answer within 1000 ms/],
+  ['trickles its body a byte every 100 ms', (_, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const timer = setInterval(() => res.write(' '), 100);
+    res.on('close', () => clearInterval(timer));
+  }, /no complete answer within 1000 ms/],
+  ['sends an endless chunked body', (_, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const chunk = Buffer.alloc(16 * 1024, 32);
+    const pump = () => { while (res.write(chunk)); };
+    res.on('drain', pump);
+    pump();
+  }, /exceeds MAX_BODY_BYTES \(65536 bytes\)/],
+  ['sends a 50 MB body', (_, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(50 * 1024 * 1024) });
+    res.end(Buffer.alloc(50 * 1024 * 1024, 32));
+  }, /exceeds MAX_BODY_BYTES \(65536 bytes\)/],
+  ['sends a gzip bomb (60 KB that expands to 60 MB)', (_, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    res.end(zlib.gzipSync(Buffer.alloc(60 * 1024 * 1024, 32), { level: 9 }));
+  }, /exceeds MAX_BODY_BYTES \(65536 bytes\) once decompressed \(gzip\)/],
+  ['closes the connection mid-answer', (_, res) => {
+    res.writeHead(200, { 'content-length': '100' });
+    res.write('{"par');
+    setTimeout(() => res.destroy(), 20);
+  }, /closed before the answer was complete|aborted|ECONNRESET/],
+];
+
+for (const [what, handler, message] of hostile) {
+  test(`an exchange with a server that ${what} fails in bounded time and says why`, async () => {
+    const server = await serve(handler);
+    const started = performance.now();
+    try {
+      await assert.rejects(exchange(`${server.url}/`, { method: 'DELETE', headers: {}, ...bounds }), message);
+      assert.ok(performance.now() - started < 2_500, `ended after ${Math.round(performance.now() - started)} ms`);
+    } finally {
+      server.close();
+    }
+  });
+}
+
+test('a cancelled client ends its request and its back-off wait at once', async () => {
+  const server = await serve((_, res) => setTimeout(() => res.writeHead(429, { 'retry-after': '30' }).end('{}'), 10));
+  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 10_000, maxBodyBytes: 1024, backoffBudgetMs: 60_000 } });
+  const started = performance.now();
+  try {
+    const pending = client.send({ method: 'DELETE', path: '/x', as: { name: 'tester' } });
+    setTimeout(() => client.cancel(), 200);
+    await assert.rejects(pending, /cancelled/);
+    assert.ok(performance.now() - started < 1_000);
+  } finally {
+    server.close();
+  }
+});
+
+test('Retry-After: honoured when it means a wait, never below a growing floor, and no tight loop on zero, negative, garbage or past values', () => {
+  assert.equal(retryDelayMs(1, '3'), 3000);
+  assert.equal(retryDelayMs(1, new Date(Date.now() + 5_000).toUTCString()) > 3_000, true);
+  for (const value of ['0', '-5', new Date(Date.now() - 60_000).toUTCString()]) {
+    assert.deepEqual([1, 2, 3, 4].map((attempt) => retryDelayMs(attempt, value)), [100, 200, 400, 800], value);
+  }
+  for (const value of [undefined, '', 'soon', 'NaN']) {
+    const waits = [1, 2, 3, 4, 5].map((attempt) => retryDelayMs(attempt, value, () => 0.5));
+    assert.deepEqual(waits, [1000, 2000, 4000, 8000, 8000], String(value));
+  }
+  assert.equal(retryDelayMs(1, '99999999'), 3_600_000, 'an absurd Retry-After is capped at an hour');
+});
+
+test('a 429 loop against a server that always answers "Retry-After: 0" backs off instead of spinning', async () => {
+  let requests = 0;
+  const server = await serve((_, res) => (requests++, res.writeHead(429, { 'retry-after': '0' }).end('{}')));
+  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 1_000, maxBodyBytes: 1024, backoffBudgetMs: 1_500 } });
+  try {
+    const last = await client.send({ method: 'DELETE', path: '/x', as: { name: 'tester' }, on429: 'return-last' });
+    assert.equal(last.status, 429);
+    assert.ok(requests <= 5, `${requests} requests in 1.5 s`);
+    await assert.rejects(client.send({ method: 'DELETE', path: '/x', as: { name: 'tester' } }), /RunError|back-off budget/);
+  } finally {
+    server.close();
+  }
+});
+
+test('answers reach a test redacted: a key the server echoes in its body or headers never does', async () => {
+  const key = 'fc-client-test-key-0123456789';
+  registerSecret(key, 'API_KEY');
+  const server = await serve((req, res) => {
+    res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': `Bearer realm="x", key="${key}"`, 'set-cookie': `session=${key}`, 'x-echo': encodeURIComponent(key) });
+    res.end(JSON.stringify({ success: false, error: `bad key ${req.headers.authorization}`, b64: Buffer.from(key).toString('base64') }));
+  });
+  const attached: string[] = [];
+  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 1_000, maxBodyBytes: 4096, backoffBudgetMs: 0 }, attach: async (_name, body) => void attached.push(body) });
+  try {
+    const answer = await client.send({ method: 'DELETE', path: '/x', as: { name: 'tester', authorization: `Bearer ${key}` } });
+    const everything = JSON.stringify(answer) + attached.join('');
+    for (const form of [key, encodeURIComponent(key), Buffer.from(key).toString('base64').slice(0, 20)]) assert.ok(!everything.includes(form), `found ${form}`);
+    assert.match(answer.text, /\[API_KEY\]/);
+    assert.equal(answer.headers['set-cookie'], '[redacted]');
+    assert.equal(answer.headers['www-authenticate'], 'Bearer [parameters redacted]');
+  } finally {
+    server.close();
+  }
+});

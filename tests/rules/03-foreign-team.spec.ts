@@ -1,0 +1,30 @@
+import { test, expect } from '../support/fixtures';
+import { interactPath, summary } from '../support/client';
+import { expectRefusal, expectRevealsNothing, ownerValuesOf, refuseThenOwnerStops } from '../support/refusals';
+import { spec } from '../support/rules';
+
+test("a foreign team's stop answers 403 with an error body", spec('foreign-team/forbidden'), async ({ api, session, identities, check }) => {
+  const refused = await test.step('the foreign team asks to stop the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.foreign }));
+  await check('status', () => expect(refused.status, summary(refused)).toBe(403));
+  await check('schema', () => expect(refused.body).toMatchSchema('error'));
+});
+
+test(
+  "a foreign team's refused stop, at any moment of the session's life, changes nothing: the owner's stop answers 200 for the whole session",
+  spec('foreign-team/survives'),
+  async ({ api, session, identities, settings, check }) => {
+    await refuseThenOwnerStops({ api, session, check, settings, owner: identities.owner }, identities.foreign, (answer) => expectRefusal(answer, 403));
+  },
+);
+
+test(
+  "a foreign team's 403 carries no billing and nothing of the owner's: no duration, no credits, no team, no other job",
+  spec('foreign-team/reveals-nothing'),
+  async ({ api, session, sessions, identities, check }) => {
+    const otherJob = await test.step('the owner creates another scrape job', () => sessions.jobWithoutSession());
+    const ownerValues = ownerValuesOf([session.created, otherJob.scrape], identities.ownerTeam, session.jobId);
+    const refused = await test.step('the foreign team asks to stop the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.foreign }));
+    await check('refused', () => expectRefusal(refused, 403));
+    await check('reveals-nothing', () => expectRevealsNothing(refused, ownerValues));
+  },
+);

@@ -1,0 +1,42 @@
+import { test, expect } from '../support/fixtures';
+import { notVerifiable } from '../support/checks';
+import { interactPath, summary, type Answer } from '../support/client';
+import { expectRefusal, expectRevealsNothing, ownerValuesOf, refuseThenOwnerStops } from '../support/refusals';
+import { spec, type TestId } from '../support/rules';
+import type { IdentityName } from '../support/target';
+
+const refusals: { id: TestId; who: IdentityName; title: string }[] = [
+  { id: 'authentication/no-key', who: 'noKey', title: 'a stop without an Authorization header' },
+  { id: 'authentication/empty-token', who: 'emptyToken', title: 'a stop with "Bearer" and no token' },
+  { id: 'authentication/garbage', who: 'garbage', title: 'a stop with a garbage Authorization value' },
+  { id: 'authentication/unknown-key', who: 'unknownKey', title: 'a stop with an unknown, well-formed key' },
+  { id: 'authentication/key-case-changed', who: 'keyCaseChanged', title: "a stop with the owner's key with the case of its letters changed" },
+  { id: 'authentication/key-extended', who: 'keyExtended', title: "a stop with the owner's key with characters appended" },
+  { id: 'authentication/key-truncated', who: 'keyTruncated', title: "a stop with the owner's key without its last character" },
+  { id: 'authentication/basic-scheme', who: 'basicScheme', title: "a stop with the owner's key under the Basic scheme" },
+  { id: 'authentication/token-scheme', who: 'tokenScheme', title: "a stop with the owner's key under the Token scheme" },
+];
+
+for (const { id, who, title } of refusals) {
+  test(`${title} answers 4xx, at any moment of the session's life, and changes nothing`, spec(id), async ({ api, session, identities, settings, check }) => {
+    if (who === 'keyCaseChanged' && !identities.keyCaseChanged.authorization) notVerifiable("the owner's key has no letter whose case could change");
+    await refuseThenOwnerStops({ api, session, check, settings, owner: identities.owner }, identities[who], (answer) => expectRefusal(answer));
+  });
+}
+
+test("a stop with the owner's key under a lower-case bearer scheme is accepted with 200", spec('authentication/lower-case-bearer'), async ({ api, session, identities, check }) => {
+  const stop = await test.step('the owner stops the session with "bearer <key>"', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.lowerCaseBearer }));
+  await check('status', () => expect(stop.status, `auth schemes are case-insensitive (RFC 9110 §11.1): ${summary(stop)}`).toBe(200));
+  await check('schema', () => expect(stop.body).toMatchSchema('stop-result'));
+});
+
+test('a refusal of a request without a valid key carries no billing and nothing of the owner\'s', spec('authentication/reveals-nothing'), async ({ api, session, sessions, identities, check }) => {
+  const otherJob = await test.step('the owner creates another scrape job', () => sessions.jobWithoutSession());
+  const ownerValues = ownerValuesOf([session.created, otherJob.scrape], identities.ownerTeam, session.jobId);
+  const refusals: Answer[] = [];
+  for (const who of ['noKey', 'unknownKey', 'keyTruncated'] as const) {
+    refusals.push(await test.step(`${identities[who].name} asks to stop the session`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities[who] })));
+  }
+  await check('refused', () => refusals.forEach((answer) => expectRefusal(answer)));
+  await check('reveals-nothing', () => refusals.forEach((answer) => expectRevealsNothing(answer, ownerValues)));
+});

@@ -1,0 +1,94 @@
+/**
+ * Checks: the named assertions of a test, and the only thing a known deviation can excuse.
+ *
+ * `check(name, body)` runs one check as a report step. When it fails and the target's file
+ * declares exactly that deviation (test id, check name, and message pattern if given), the test
+ * ends there as a known deviation; a failure anywhere else in the test still fails it. A declared
+ * check that passes fails the test, so that the file stays true. `notVerifiable(reason)` ends a
+ * test that could not establish its fact either way.
+ */
+import { test, type Fixtures, type TestInfo } from '@playwright/test';
+import { displayName, feature, historyId, label, testCaseId } from 'allure-js-commons';
+import type { KnownDeviation } from './deviations';
+import { RunError } from './run-error';
+import { entryOf, RULES, ruleOf, testIdOf, type TestId } from './rules';
+import type { Settings } from './settings';
+
+export type Check = (name: string, body: () => unknown) => Promise<void>;
+
+export const KNOWN_DEVIATION_PREFIX = 'Known deviation of ';
+
+class KnownDeviationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'KnownDeviation';
+    this.stack = message;
+  }
+}
+
+/** Ends the test as "not verifiable": the target's answers could not establish the fact either way. */
+export function notVerifiable(reason: string): never {
+  test.info().annotations.push({ type: 'not-verifiable', description: reason });
+  test.skip(true, `Not verifiable: ${reason}`);
+  throw new Error('unreachable: test.skip ends the test');
+}
+
+function plain(message: string): string {
+  // eslint-disable-next-line no-control-regex
+  return message.replace(/\u001b\[[0-9;]*m/g, '');
+}
+
+function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>): Check {
+  const { checks } = entryOf(id);
+  return async (name, body) => {
+    if (!checks.includes(name)) throw new RunError(`check "${name}" is not in the catalogue of ${id} (tests/support/rules.ts)`);
+    const deviation = deviations.find((entry) => entry.test === id && entry.check === name);
+    await test.step(`check ${name}`, async () => {
+      try {
+        await body();
+        outcomes.set(name, 'passed');
+      } catch (error) {
+        const message = plain(String((error as Error)?.message ?? error));
+        if (!deviation || error instanceof RunError || (deviation.message && !deviation.message.test(message))) throw error;
+        outcomes.set(name, 'deviated');
+        testInfo.annotations.push({ type: 'known-deviation', description: `${name}: ${deviation.reason}` });
+        await label('knownDeviation', deviation.reason);
+        await displayName(`[known deviation] ${testInfo.title}`);
+        testInfo.fail(true, `Known deviation of this target: ${deviation.reason}`);
+        throw new KnownDeviationError(`${KNOWN_DEVIATION_PREFIX}${id} › ${name}: ${deviation.reason}\n${message}`);
+      }
+    }, { box: true });
+  };
+}
+
+export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, object, object, { settings: Settings }> = {
+  testId: [
+    async ({}, use, testInfo) => {
+      const id = testIdOf(testInfo.annotations);
+      if (!id) throw new RunError(`"${testInfo.title}" has no test id: declare it with spec('<rule>/<test>') from tests/support/rules.ts`);
+      const rule = RULES[ruleOf(id)];
+      await feature(rule.title);
+      await label('rule', ruleOf(id));
+      await label('testId', id);
+      await label('level', entryOf(id).level);
+      await label('specSection', rule.section);
+      // History and test case follow the id, so a reworded title keeps its history.
+      await historyId(id);
+      await testCaseId(id);
+      await use(id);
+    },
+    { auto: true },
+  ],
+
+  check: async ({ testId, settings }, use, testInfo) => {
+    const outcomes = new Map<string, 'passed' | 'deviated'>();
+    await use(createCheck(testId, settings.knownDeviations, testInfo, outcomes));
+    const stale = settings.knownDeviations.filter((entry) => entry.test === testId && outcomes.get(entry.check) === 'passed');
+    if (stale.length) {
+      throw new Error(
+        `Declared as a known deviation, but it passes: ${stale.map((entry) => `${entry.test} › ${entry.check}`).join(', ')}. ` +
+          `Remove it from ${settings.knownDeviationsFile}.`,
+      );
+    }
+  },
+};

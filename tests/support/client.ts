@@ -1,0 +1,300 @@
+/**
+ * The suite's one HTTP client. Every request:
+ * - is timed: the connection (TCP, TLS) is opened before the clock starts, so `sentAt..receivedAt`
+ *   holds the exchange alone, which is what the billing checks bound a session's duration with;
+ * - is bounded: a total deadline (REQUEST_TIMEOUT_MS) and a cap on the body (MAX_BODY_BYTES, after
+ *   decompression too), so a target that trickles, never ends or sends a compression bomb fails
+ *   the test in bounded time;
+ * - is cancelled when its test ends (the signal);
+ * - backs off on 429 (Retry-After when it means something, else exponential with jitter);
+ * - reaches the test only redacted: no key can flow from an answer into an assertion message;
+ * - is attached to the report with `Authorization` and credential headers redacted.
+ *
+ * Playwright's request API has no body cap and writes request headers into its call log, so the
+ * suite does not use it.
+ */
+import { once, setMaxListeners } from 'node:events';
+import http from 'node:http';
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import tls from 'node:tls';
+import zlib from 'node:zlib';
+import type { Fixtures } from '@playwright/test';
+import { Ledger, ledgerFile } from './ledger';
+import { redact, redactAuthorization, redactHeaders } from './redact';
+import { RunError } from './run-error';
+import type { Settings } from './settings';
+import type { Identities, Identity, Target } from './target';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type JsonBody = Record<string, any> | undefined;
+
+/** One answer of the target, as tests see it: redacted, parsed, timed. */
+export interface Answer {
+  method: string;
+  path: string;
+  status: number;
+  headers: Record<string, string>;
+  text: string;
+  /** Parsed JSON body, or undefined when the body is not JSON. */
+  body: JsonBody;
+  /** performance.now() just before the final attempt was sent, and once its whole answer had arrived. */
+  sentAt: number;
+  receivedAt: number;
+  attempts: number;
+}
+
+/**
+ * What to do with a 429: `retry` within the back-off budget and throw a RunError past it;
+ * `return-last` retry likewise but hand back the last 429 instead of throwing; `once` never retry.
+ */
+export type On429 = 'retry' | 'return-last' | 'once';
+
+export interface SendOptions {
+  method: 'GET' | 'POST' | 'DELETE' | 'OPTIONS';
+  path: string;
+  as: Identity;
+  data?: unknown;
+  on429?: On429;
+  /** Attach the exchange to the report (default true); the burst attaches one summary instead. */
+  attach?: boolean;
+}
+
+/** Attachments past this size are cut, with a note saying how much was left out. */
+export const ATTACHMENT_LIMIT_BYTES = 64 * 1024;
+
+/** application/json, with or without parameters such as charset. */
+export const JSON_CONTENT_TYPE = /^application\/json\s*(;.*)?$/i;
+
+/** The session's resource: POST creates or uses it, DELETE stops it. */
+export const interactPath = (jobId: string) => `/v2/scrape/${jobId}/interact`;
+
+const JOB_OF_PATH = /^\/v2\/scrape\/([^/]+)\/interact$/;
+
+/** One line naming an answer and the start of its body, for assertion messages. */
+export function summary(answer: Answer): string {
+  return `${answer.method} ${answer.path} answered ${answer.status}: ${answer.text.replace(/\s+/g, ' ').slice(0, 300)}`;
+}
+
+/**
+ * Wait before resending after a 429. Retry-After in seconds or as a date is honoured, but never
+ * below a floor that grows with each attempt (100 ms, 200 ms, ... up to 8 s), so that a zero,
+ * negative or past value cannot make a tight loop. Without a usable Retry-After: 1 s, 2 s, 4 s,
+ * then every 8 s, with ±20 % jitter so that waiting workers do not all return at once.
+ */
+export function retryDelayMs(attempt: number, retryAfter: string | undefined, random = Math.random): number {
+  const floor = Math.min(100 * 2 ** (attempt - 1), 8_000);
+  const given = parseRetryAfter(retryAfter);
+  if (given !== undefined) return Math.max(given, floor);
+  return Math.min(1000 * 2 ** (attempt - 1), 8_000) * (0.8 + random() * 0.4);
+}
+
+function parseRetryAfter(value: string | undefined): number | undefined {
+  if (!value || !value.trim()) return undefined;
+  if (/^\s*-?\d+(\.\d+)?\s*$/.test(value)) return Math.min(Number(value) * 1000, 3_600_000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.min(date - Date.now(), 3_600_000);
+}
+
+export interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+  sentAt: number;
+  receivedAt: number;
+}
+
+export interface ExchangeOptions {
+  method: string;
+  headers: Record<string, string>;
+  data?: unknown;
+  timeoutMs: number;
+  maxBodyBytes: number;
+  signal?: AbortSignal;
+}
+
+/** One request on its own connection, opened before the clock starts; bounded in time and size. */
+export async function exchange(url: string, { method, headers, data, timeoutMs, maxBodyBytes, signal }: ExchangeOptions): Promise<RawAnswer> {
+  const target = new URL(url);
+  const secure = target.protocol === 'https:';
+  const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
+  const port = Number(target.port || (secure ? 443 : 80));
+  if (signal?.aborted) throw new RunError('the request was cancelled: its test had ended');
+  const socket = secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
+  let failure: RunError | undefined;
+  const fail = (message: string) => socket.destroy((failure ??= new RunError(message)));
+  const deadline = setTimeout(() => fail(`no complete answer within ${timeoutMs} ms (REQUEST_TIMEOUT_MS)`), timeoutMs);
+  const onAbort = () => fail('the request was cancelled: its test had ended');
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    await once(socket, secure ? 'secureConnect' : 'connect');
+    const body = data === undefined ? undefined : Buffer.from(JSON.stringify(data));
+    const allHeaders = {
+      host: target.host,
+      accept: 'application/json',
+      'accept-encoding': 'identity',
+      'user-agent': 'stop-session-conformance',
+      ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}),
+      ...headers,
+    };
+    return await new Promise<RawAnswer>((resolve, reject) => {
+      let sentAt = 0;
+      const request = http.request({ method, path: target.pathname + target.search, headers: allHeaders, createConnection: () => socket }, (response) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > maxBodyBytes) fail(`the answer's body exceeds MAX_BODY_BYTES (${maxBodyBytes} bytes)`);
+          else chunks.push(chunk);
+        });
+        response.on('error', (error) => reject(failure ?? error));
+        response.on('end', () => {
+          const receivedAt = performance.now();
+          const answerHeaders = Object.fromEntries(
+            Object.entries(response.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]),
+          );
+          try {
+            resolve({ status: response.statusCode!, headers: answerHeaders, body: decode(Buffer.concat(chunks), answerHeaders['content-encoding'], maxBodyBytes), sentAt, receivedAt });
+          } catch (error) {
+            reject(error);
+          }
+        });
+      });
+      request.on('error', (error) => reject(failure ?? error));
+      // Deferred: a complete answer's 'end' always comes first, and settles the promise.
+      socket.on('close', () => setImmediate(() => reject(failure ?? new RunError('the connection closed before the answer was complete'))));
+      sentAt = performance.now();
+      request.end(body);
+    });
+  } finally {
+    clearTimeout(deadline);
+    signal?.removeEventListener('abort', onAbort);
+    socket.destroy();
+  }
+}
+
+/** Undoes a content encoding, never producing more than `maxBytes` (a compression bomb stops there). */
+function decode(body: Buffer, encoding: string | undefined, maxBytes: number): Buffer {
+  const name = encoding?.trim().toLowerCase();
+  if (!name || name === 'identity' || body.length === 0) return body;
+  const options = { maxOutputLength: maxBytes };
+  try {
+    if (name === 'gzip' || name === 'x-gzip') return zlib.gunzipSync(body, options);
+    if (name === 'deflate') return zlib.inflateSync(body, options);
+    if (name === 'br') return zlib.brotliDecompressSync(body, options);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ERR_BUFFER_TOO_LARGE' || (error as Error) instanceof RangeError) {
+      throw new RunError(`the answer's body exceeds MAX_BODY_BYTES (${maxBytes} bytes) once decompressed (${name})`);
+    }
+    throw new RunError(`the answer's ${name} body could not be decompressed (${(error as Error).message})`);
+  }
+  return body;
+}
+
+export interface ClientOptions {
+  target: Target;
+  settings: Pick<Settings, 'requestTimeoutMs' | 'maxBodyBytes' | 'backoffBudgetMs'>;
+  /** Where exchanges are attached (a test's report); nothing is attached without it. */
+  attach?: (name: string, body: string) => Promise<void>;
+  /** Records the owner's stops that ended a session. */
+  ledger?: Ledger;
+}
+
+export type Client = ReturnType<typeof createClient>;
+
+export function createClient({ target, settings, attach, ledger }: ClientOptions) {
+  const controller = new AbortController();
+  const { signal } = controller;
+  // The burst has hundreds of requests in flight on one signal.
+  setMaxListeners(0, signal);
+  async function sendOnce({ method, path, as, data }: SendOptions, attempts: number): Promise<Answer> {
+    const headers: Record<string, string> = as.authorization === undefined ? {} : { authorization: as.authorization };
+    let raw: RawAnswer;
+    try {
+      raw = await exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal });
+    } catch (error) {
+      const reason = error instanceof RunError ? error.message : (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      throw new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);
+    }
+    const text = redact(raw.body.toString('utf8'));
+    let body: JsonBody;
+    try {
+      const parsed = JSON.parse(text);
+      body = parsed !== null && typeof parsed === 'object' ? parsed : undefined;
+    } catch {
+      body = undefined;
+    }
+    return { method, path, status: raw.status, headers: redactHeaders(raw.headers), text, body, sentAt: raw.sentAt, receivedAt: raw.receivedAt, attempts };
+  }
+
+  async function record(answer: Answer, options: SendOptions): Promise<void> {
+    const jobId = JOB_OF_PATH.exec(answer.path)?.[1];
+    if (ledger && jobId && options.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
+      ledger.ended({ target: target.baseURL, jobId, identity: options.as.name, status: answer.status });
+    }
+    if (attach && options.attach !== false) await attach(`${answer.method} ${answer.path} as ${options.as.name} → ${answer.status}`, describe(answer, options));
+  }
+
+  return {
+    target,
+    backoffBudgetMs: settings.backoffBudgetMs,
+    /** Aborted by `cancel`: the client's requests and back-off waits end at once. */
+    signal,
+    cancel: () => controller.abort(),
+    async send(options: SendOptions): Promise<Answer> {
+      const on429 = options.on429 ?? 'retry';
+      const deadline = performance.now() + settings.backoffBudgetMs;
+      for (let attempts = 1; ; attempts++) {
+        const answer = await sendOnce(options, attempts);
+        if (answer.status === 429 && on429 !== 'once') {
+          const wait = retryDelayMs(attempts, answer.headers['retry-after']);
+          if (performance.now() + wait <= deadline) {
+            await sleep(wait, undefined, { signal }).catch(() => {
+              throw new RunError(`${options.method} ${options.path} as ${options.as.name}: cancelled while backing off after 429, its test had ended`);
+            });
+            continue;
+          }
+          if (on429 === 'retry') {
+            await record(answer, options);
+            throw new RunError(
+              `${options.method} ${options.path} as ${options.as.name} still answered 429 after ${attempts} attempts: the back-off budget ` +
+                `(BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) is used up. Raise it, or run fewer workers against this target.`,
+            );
+          }
+        }
+        await record(answer, options);
+        return answer;
+      }
+    },
+  };
+}
+
+/** The attachment of one exchange: request (credential redacted), answer, timing; cut past the limit. */
+function describe(answer: Answer, { as, data }: SendOptions): string {
+  const record = {
+    request: {
+      method: answer.method,
+      path: answer.path,
+      identity: as.name,
+      headers: as.authorization === undefined ? {} : { authorization: redactAuthorization(as.authorization) },
+      body: data,
+    },
+    response: { status: answer.status, headers: answer.headers, body: answer.body ?? answer.text },
+    timing: { durationMs: +(answer.receivedAt - answer.sentAt).toFixed(2), attempts: answer.attempts },
+  };
+  const text = redact(JSON.stringify(record, null, 2));
+  return text.length <= ATTACHMENT_LIMIT_BYTES ? text : `${text.slice(0, ATTACHMENT_LIMIT_BYTES)}\n… cut: ${text.length - ATTACHMENT_LIMIT_BYTES} more characters (attachments stop at ${ATTACHMENT_LIMIT_BYTES})`;
+}
+
+/** A test's client, attaching to its report; cancelled when the test ends. */
+export const clientFixtures: Fixtures<{ api: Client }, { ledger: Ledger }, object, { settings: Settings; target: Target; identities: Identities }> = {
+  ledger: [async ({ settings }, use) => use(new Ledger(ledgerFile(settings.reportsDir))), { scope: 'worker' }],
+
+  // `identities` first: it registers the keys for redaction before any request.
+  api: async ({ target, settings, ledger, identities: _ }, use, testInfo) => {
+    const api = createClient({ target, settings, ledger, attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }) });
+    await use(api);
+    api.cancel();
+  },
+};

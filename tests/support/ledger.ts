@@ -1,0 +1,60 @@
+/**
+ * The run ledger (`<reports>/ledger.jsonl`): every scrape job the suite created, written as soon
+ * as the scrape answers (before any session exists), and every owner's stop that ended one. A
+ * session left open in the ledger is stopped by the test's teardown, by the global teardown, or
+ * by `npm run cleanup` after a run that was killed. Identity names only, never a key.
+ */
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { redact } from './redact';
+
+export type LedgerEntry =
+  | { event: 'created'; at: string; target: string; embedded: boolean; jobId: string; identity: string; test?: string }
+  | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number };
+
+export const ledgerFile = (reportsDir: string) => path.join(reportsDir, 'ledger.jsonl');
+
+export class Ledger {
+  private readonly endedInThisProcess = new Set<string>();
+
+  constructor(readonly file: string) {}
+
+  created(entry: { target: string; embedded: boolean; jobId: string; identity: string; test?: string }): void {
+    this.write({ event: 'created', at: new Date().toISOString(), ...entry });
+  }
+
+  ended(entry: { target: string; jobId: string; identity: string; status: number }): void {
+    this.write({ event: 'ended', at: new Date().toISOString(), ...entry });
+    this.endedInThisProcess.add(`${entry.target} ${entry.jobId}`);
+  }
+
+  /** Whether an owner's stop sent from this process ended the job's session. */
+  endedHere(target: string, jobId: string): boolean {
+    return this.endedInThisProcess.has(`${target} ${jobId}`);
+  }
+
+  /** Jobs created and not ended by an owner's stop, oldest first. */
+  open(): Extract<LedgerEntry, { event: 'created' }>[] {
+    if (!existsSync(this.file)) return [];
+    const open = new Map<string, Extract<LedgerEntry, { event: 'created' }>>();
+    for (const line of readFileSync(this.file, 'utf8').split('\n')) {
+      if (!line.trim()) continue;
+      let entry: LedgerEntry;
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        continue; // a line cut short by a killed process
+      }
+      const key = `${entry.target} ${entry.jobId}`;
+      if (entry.event === 'created') open.set(key, entry);
+      else open.delete(key);
+    }
+    return [...open.values()];
+  }
+
+  private write(entry: LedgerEntry): void {
+    mkdirSync(path.dirname(this.file), { recursive: true });
+    // One short line per append: several workers write to the same file without interleaving.
+    appendFileSync(this.file, `${redact(JSON.stringify(entry))}\n`);
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * What a refused request may and may not do. The shape every refusal rule shares: the session is
+ * held before the refusal (so that a refusal that restarts its clock shows), refused, held again
+ * (so that a refusal that ended it shows), and the owner's stop must then prove it ran on.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { test } from '@playwright/test';
+import { expectSurvived } from './billing';
+import { notVerifiable, type Check } from './checks';
+import { interactPath, summary, type Answer, type Client } from './client';
+import { expect } from './schemas';
+import type { Session } from './sessions';
+import type { Settings } from './settings';
+import type { Identity } from './target';
+
+/** Both large against DURATION_TOLERANCE_MS: a clock restarted or a session ended at the refusal is off by at least this much. */
+export const HOLD_BEFORE_REFUSAL_MS = 200;
+export const HOLD_AFTER_REFUSAL_MS = 200;
+
+/** The fields of a stop result: a refusal must never carry them. */
+const STOP_RESULT_FIELDS = ['sessionDurationMs', 'creditsBilled'];
+
+export function expectRefusal(answer: Answer, status?: number): void {
+  if (status !== undefined) {
+    expect(answer.status, summary(answer)).toBe(status);
+    return;
+  }
+  expect(answer.status, `a refusal is a 4xx: ${summary(answer)}`).toBeGreaterThanOrEqual(400);
+  expect(answer.status, `a refusal is a 4xx: ${summary(answer)}`).toBeLessThan(500);
+  expect(answer.body?.success, `a refusal never says success: ${summary(answer)}`).not.toBe(true);
+}
+
+/** Names of stop-result fields anywhere in a JSON body, or mentioned in a body that is not JSON. */
+function stopResultFieldsIn(answer: Answer): string[] {
+  if (answer.body === undefined) return STOP_RESULT_FIELDS.filter((field) => answer.text.includes(field));
+  const found = new Set<string>();
+  const visit = (node: unknown, depth: number) => {
+    if (!node || typeof node !== 'object' || depth > 8) return;
+    for (const [key, value] of Object.entries(node)) {
+      if (STOP_RESULT_FIELDS.includes(key)) found.add(key);
+      visit(value, depth + 1);
+    }
+  };
+  visit(answer.body, 0);
+  return [...found];
+}
+
+/**
+ * A refusal carries an error, never the session's data: no stop-result field, and none of the
+ * values that belong to the owner (its team, its other jobs, what its interact calls returned).
+ */
+export function expectRevealsNothing(answer: Answer, ownerValues: string[]): void {
+  expect(stopResultFieldsIn(answer), `a refusal must not carry the session's billing: ${summary(answer)}`).toEqual([]);
+  const leaked = ownerValues.filter((value) => value.length >= 6 && answer.text.includes(value));
+  expect(leaked, `a refusal must not carry what belongs to the owner: ${summary(answer)}`).toEqual([]);
+}
+
+/**
+ * String values of the owner's answers long enough to be its own (ids, URLs), for
+ * `expectRevealsNothing`; values holding the refused request's own job id are left out, since
+ * an error may quote the path it was asked about.
+ */
+export function ownerValuesOf(answers: Answer[], extra: string[], askedJobId: string): string[] {
+  const values = new Set(extra);
+  const visit = (node: unknown, depth: number) => {
+    if (typeof node === 'string' && node.length >= 12 && !node.includes(askedJobId)) values.add(node);
+    else if (node && typeof node === 'object' && depth < 8) Object.values(node).forEach((value) => visit(value, depth + 1));
+  };
+  answers.forEach((answer) => visit(answer.body, 0));
+  return [...values];
+}
+
+interface RefusalContext {
+  api: Client;
+  session: Session;
+  check: Check;
+  settings: Settings;
+  owner: Identity;
+}
+
+/**
+ * Hold, refuse, hold, and have the owner stop: the refusal must be refused (`refused` check, by
+ * `expectRefused`) and change nothing (`survives` check: 200 and the whole session's duration).
+ */
+export async function refuseThenOwnerStops({ api, session, check, settings, owner }: RefusalContext, refuser: Identity, expectRefused: (answer: Answer) => void): Promise<void> {
+  await test.step(`hold the session ${HOLD_BEFORE_REFUSAL_MS} ms`, () => sleep(HOLD_BEFORE_REFUSAL_MS - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
+  const refusal = await test.step(`${refuser.name} asks to stop the session`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser }));
+  await check('refused', () => expectRefused(refusal));
+  await test.step(`hold ${HOLD_AFTER_REFUSAL_MS} ms more`, () => sleep(HOLD_AFTER_REFUSAL_MS, undefined, { signal: api.signal }));
+  const stop = await test.step('the owner stops the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: owner }));
+  let proof: { notVerifiable?: string } = {};
+  await check('survives', () => {
+    expect(stop.status, `the session must still be running: ${summary(stop)}`).toBe(200);
+    expect(stop.body).toMatchSchema('stop-result');
+    proof = expectSurvived(stop, session, refusal, settings);
+  });
+  if (proof.notVerifiable) notVerifiable(proof.notVerifiable);
+}

@@ -1,0 +1,166 @@
+/**
+ * Sessions a test provisions through the public flow (scrape, then interact), and their cleanup.
+ * Every job is in the ledger as soon as the scrape answers; whatever happens to the test, its
+ * teardown stops every session it created that no owner's stop has ended, each on its own, and
+ * lists every one it could not stop.
+ */
+import type { Fixtures } from '@playwright/test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient, interactPath, retryDelayMs, summary, type Answer, type Client } from './client';
+import type { Ledger } from './ledger';
+import { RunError } from './run-error';
+import { schemaErrors } from './schemas';
+import type { Settings } from './settings';
+import { identitiesFor, type Identities, type Identity, type Target } from './target';
+import type { TestId } from './rules';
+
+export interface Session {
+  jobId: string;
+  /** The scrape that created the job. */
+  scrape: Answer;
+  /** The interact call that created the session: the session began inside its sentAt..receivedAt. */
+  created: Answer;
+}
+
+export interface ProvisionOptions {
+  /** Pause between the scrape and the interact that creates the session. */
+  gapMs?: number;
+}
+
+/** What the sessions' code runs: cheap, and billed at the code rate (a prompt bills more). */
+export const INTERACT_BODY = { code: 'console.log("conformance session")', language: 'node' };
+
+/** Job ids as the ledger and cleanup accept them: nothing that could turn a path into another path. */
+const PLAIN_ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+export interface SessionsOptions {
+  api: Client;
+  identities: Identities;
+  settings: Pick<Settings, 'scrapeUrl'>;
+  ledger: Ledger;
+  testId?: string;
+  signal?: AbortSignal;
+}
+
+export function createSessions({ api, identities, settings, ledger, testId, signal }: SessionsOptions) {
+  const created: string[] = [];
+  const inFlight = new Set<Promise<unknown>>();
+  const { owner } = identities;
+
+  /** A scrape job; it goes in the ledger when a session may follow (`forSession`). */
+  async function scrape(forSession: boolean): Promise<{ jobId: string; scrape: Answer }> {
+    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl } });
+    const jobId: unknown = answer.body?.data?.metadata?.scrapeId;
+    if (forSession && typeof jobId === 'string' && PLAIN_ID.test(jobId)) {
+      ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
+      created.push(jobId);
+    }
+    const problems = answer.status === 200 ? schemaErrors(answer.body, 'scrape-result') : [`status ${answer.status}`];
+    if (problems.length) throw new RunError(`provisioning: POST /v2/scrape must answer 200 with a scrape result (${problems.join('; ')}): ${summary(answer)}`);
+    return { jobId: jobId as string, scrape: answer };
+  }
+
+  async function provision({ gapMs = 0 }: ProvisionOptions = {}): Promise<Session> {
+    const { jobId, scrape: scraped } = await scrape(true);
+    if (gapMs > 0) await sleep(gapMs, undefined, { signal });
+    const interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY });
+    const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
+    if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
+    return { jobId, scrape: scraped, created: interact };
+  }
+
+  return {
+    /** Provisions a session; teardown waits for it even when the test was abandoned mid-way. */
+    provision(options?: ProvisionOptions): Promise<Session> {
+      const promise = provision(options);
+      inFlight.add(promise);
+      return promise.finally(() => inFlight.delete(promise));
+    },
+
+    /** A scrape job that never gets a session. */
+    jobWithoutSession: () => scrape(false),
+
+    /** Another interact call on a session, as real clients make between creating and stopping it. */
+    interact(session: Session): Promise<Answer> {
+      return api.send({ method: 'POST', path: interactPath(session.jobId), as: owner, data: INTERACT_BODY });
+    },
+
+    /**
+     * Stops, as the owner, every session this test created that no owner's stop ended. Waits for
+     * provisioning still in flight first. Returns one line per session it could not stop.
+     */
+    async cleanup(cleaner: Client): Promise<string[]> {
+      await Promise.allSettled(inFlight);
+      const problems: string[] = [];
+      for (const jobId of created) {
+        if (ledger.endedHere(api.target.baseURL, jobId)) continue;
+        const problem = await stopAsOwner(cleaner, owner, jobId);
+        if (problem) problems.push(`${jobId} (${problem})`);
+      }
+      return problems;
+    },
+  };
+}
+
+export type Sessions = ReturnType<typeof createSessions>;
+
+export const sessionFixtures: Fixtures<
+  { sessions: Sessions; session: Session },
+  object,
+  { api: Client; testId: TestId },
+  { settings: Settings; target: Target; identities: Identities; ledger: Ledger }
+> = {
+  sessions: async ({ api, identities, settings, ledger, target, testId }, use, testInfo) => {
+    const sessions = createSessions({ api, identities, settings, ledger, testId, signal: api.signal });
+    await use(sessions);
+    // The test is over (or abandoned): end its requests and waits, then stop what it left running.
+    api.cancel();
+    const cleaner = createClient({ target, settings, ledger, attach: (name, body) => testInfo.attach(`cleanup: ${name}`, { body, contentType: 'application/json' }) });
+    const problems = await sessions.cleanup(cleaner);
+    if (problems.length) throw new RunError(`Could not stop ${problems.length} session(s) this test created: ${problems.join(', ')}`);
+  },
+
+  session: async ({ sessions }, use) => use(await sessions.provision()),
+};
+
+/**
+ * Stops, as each target's owner, every session the ledger holds open and `include` selects: for
+ * the global teardown and `npm run cleanup`. An external target's sessions need its key, so only
+ * those of the configured BASE_URL can be stopped.
+ */
+export async function stopOpenSessions(ledger: Ledger, settings: Settings, include: (entry: ReturnType<Ledger['open']>[number]) => boolean = () => true) {
+  const stopped: string[] = [];
+  const failed: string[] = [];
+  for (const entry of ledger.open().filter(include)) {
+    const label = `${entry.jobId} at ${entry.target}${entry.test ? ` (test ${entry.test})` : ''}`;
+    if (!entry.embedded && entry.target !== settings.baseURL) {
+      failed.push(`${label}: another target; run the cleanup with BASE_URL=${entry.target} and its owner's API_KEY`);
+      continue;
+    }
+    const target = { baseURL: entry.target, embedded: entry.embedded };
+    const problem = await stopAsOwner(createClient({ target, settings, ledger }), identitiesFor(target, settings).owner, entry.jobId);
+    if (problem) failed.push(`${label}: ${problem}`);
+    else stopped.push(label);
+  }
+  return { stopped, failed };
+}
+
+/**
+ * One owner's stop that tries hard: 429 is backed off by the client, a 5xx is tried again within
+ * the same budget. Returns why the session could not be stopped, or undefined once it is gone.
+ */
+async function stopAsOwner(client: Client, owner: Identity, jobId: string): Promise<string | undefined> {
+  const deadline = performance.now() + client.backoffBudgetMs;
+  for (let attempt = 1; ; attempt++) {
+    let stop: Answer;
+    try {
+      stop = await client.send({ method: 'DELETE', path: interactPath(jobId), as: owner });
+    } catch (error) {
+      return (error as Error).message;
+    }
+    if (stop.status === 200 || stop.status === 404) return undefined;
+    const wait = retryDelayMs(attempt, stop.headers['retry-after']);
+    if (stop.status < 500 || performance.now() + wait > deadline) return `the stop answered ${stop.status}`;
+    await sleep(wait);
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * Settings of a run: the one place that reads the environment (and `.env`). Validated as a whole,
+ * so that a bad configuration gives one message listing every problem instead of failing tests.
+ * Each process reads them once (`loadSettings`); fixtures, reporters and scripts take them from here.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import dotenv from 'dotenv';
+import { readKnownDeviations, type KnownDeviation } from './deviations';
+
+export interface Settings {
+  /** The target's address without /v2; for the embedded reference, the address it was started on. */
+  baseURL?: string;
+  /** True when the suite started the reference itself: its keys are those of fixtures/teams.json. */
+  embedded: boolean;
+  apiKey?: string;
+  foreignApiKey?: string;
+  scrapeUrl: string;
+  burstRequests: number;
+  burstConcurrency: number;
+  billingHoldsMs: number[];
+  /** Scrape-to-interact gap of the shorter billing checks: a clock started at the scrape is off by this much. */
+  scrapeGapMs: number;
+  requestTimeoutMs: number;
+  backoffBudgetMs: number;
+  durationToleranceMs: number;
+  creditTolerance: number;
+  maxBodyBytes: number;
+  testTimeoutMs: number;
+  runTimeoutMs: number;
+  knownDeviationsFile?: string;
+  knownDeviations: KnownDeviation[];
+  strict: boolean;
+  reportsDir: string;
+  sequenceSeed?: number;
+  sequenceRuns: number;
+  sequenceBudget: number;
+}
+
+export class ConfigurationError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Configuration error:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'ConfigurationError';
+    this.stack = this.message;
+  }
+}
+
+/** Every setting, for --help and the README: variable, flag of the command, default, meaning. */
+export const SETTINGS_TABLE: { env: string; flag?: string; default: string; meaning: string }[] = [
+  { env: 'BASE_URL', flag: '--base-url', default: 'embedded reference', meaning: 'Address of the target, without /v2. Unset: the embedded reference is started on an ephemeral port.' },
+  { env: 'API_KEY', default: 'fixture key', meaning: "Key of the team that owns the sessions the suite creates (required with BASE_URL)." },
+  { env: 'FOREIGN_API_KEY', default: 'fixture key', meaning: "Key of another team (required with BASE_URL, must differ)." },
+  { env: 'KNOWN_DEVIATIONS', flag: '--known-deviations', default: 'none', meaning: 'Known-deviations file of the target.' },
+  { env: 'STRICT', flag: '--strict', default: '0', meaning: 'With 1, a rule that cannot be verified fails the gate.' },
+  { env: 'REPORTS_DIR', flag: '--reports', default: 'reports', meaning: 'Folder of the reports and the ledger, relative to the working directory.' },
+  { env: 'SCRAPE_URL', default: 'https://example.com', meaning: 'Page scraped to provision sessions.' },
+  { env: 'BURST_REQUESTS', default: '200', meaning: 'Requests in the rate-limit burst.' },
+  { env: 'BURST_CONCURRENCY', default: 'BURST_REQUESTS', meaning: 'Requests in flight at once during the burst.' },
+  { env: 'BILLING_HOLDS_MS', default: '1250,2500,3750', meaning: 'The three hold times of the billing rule (different, none a whole second).' },
+  { env: 'SCRAPE_GAP_MS', default: '500', meaning: 'Pause between scrape and interact in the short and medium billing checks.' },
+  { env: 'REQUEST_TIMEOUT_MS', default: '30000', meaning: 'Total deadline of one request, body included.' },
+  { env: 'MAX_BODY_BYTES', default: '1048576', meaning: 'Largest answer body read, after decompression.' },
+  { env: 'BACKOFF_BUDGET_MS', default: '300000', meaning: 'How long one request may keep retrying after 429.' },
+  { env: 'DURATION_TOLERANCE_MS', default: '20', meaning: 'Widening of the measured interval on each side.' },
+  { env: 'TEST_TIMEOUT_MS', default: '30000 embedded; derived from the budget otherwise', meaning: 'Timeout of one test.' },
+  { env: 'RUN_TIMEOUT_MS', default: '600000 embedded; 3600000 otherwise', meaning: 'Timeout of the whole run.' },
+  { env: 'SEQUENCE_SEED', default: 'random', meaning: 'Seed of the sequences rule; replays a printed counterexample.' },
+  { env: 'SEQUENCE_RUNS', default: '30 embedded; 3 otherwise', meaning: 'Random histories the sequences rule runs.' },
+  { env: 'SEQUENCE_BUDGET', default: '600 embedded; 40 otherwise', meaning: 'Requests to stop and interact the sequences rule may send, shrinking included.' },
+  { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
+];
+
+/** Set by the embedded reference's global setup; read here only. */
+export const EMBEDDED_URL_VARIABLE = 'CONFORMANCE_EMBEDDED_URL';
+
+let loaded: Settings | undefined;
+
+/** The settings of this process, read once. */
+export function loadSettings(): Settings {
+  if (!process.env.CONFORMANCE_IGNORE_DOTENV) dotenv.config({ quiet: true });
+  return (loaded ??= readSettings(process.env));
+}
+
+/** For entry points: a configuration error ends the process with one message and exit code 2. */
+export function loadSettingsOrExit(): Settings {
+  try {
+    return loadSettings();
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    console.error(error.message);
+    process.exit(2);
+  }
+}
+
+export function readSettings(env: NodeJS.ProcessEnv): Settings {
+  const problems: string[] = [];
+  const integer = (name: string, fallback: number, min = 1): number => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < min) problems.push(`${name} must be an integer of at least ${min} (got "${raw}").`);
+    return value;
+  };
+  const flag = (name: string): boolean => {
+    const raw = env[name] ?? '';
+    if (!['', '0', '1', 'true', 'false'].includes(raw)) problems.push(`${name} must be 1 or 0 (got "${raw}").`);
+    return raw === '1' || raw === 'true';
+  };
+
+  const allowInsecureHttp = flag('ALLOW_INSECURE_HTTP');
+  const external = env.BASE_URL ? normaliseBaseURL(env.BASE_URL, allowInsecureHttp, problems) : undefined;
+  const embeddedURL = env[EMBEDDED_URL_VARIABLE] || undefined;
+  const apiKey = env.API_KEY || undefined;
+  const foreignApiKey = env.FOREIGN_API_KEY || undefined;
+  if (env.BASE_URL) {
+    if (!apiKey) problems.push("BASE_URL is set but API_KEY (the owner team's key) is not.");
+    if (!foreignApiKey) problems.push("BASE_URL is set but FOREIGN_API_KEY (another team's key) is not.");
+  } else if (apiKey || foreignApiKey) {
+    problems.push('API_KEY or FOREIGN_API_KEY is set without BASE_URL: set BASE_URL to test that target, or unset the keys to test the embedded reference.');
+  }
+  if (apiKey && apiKey === foreignApiKey) problems.push('API_KEY and FOREIGN_API_KEY are the same key: the foreign key must belong to another team.');
+  for (const [name, key] of [['API_KEY', apiKey], ['FOREIGN_API_KEY', foreignApiKey]] as const) {
+    if (key && /\s/.test(key)) problems.push(`${name} contains white space.`);
+    if (key && key.length < 8) problems.push(`${name} is shorter than 8 characters: is it really a key?`);
+  }
+
+  const scrapeUrl = env.SCRAPE_URL || 'https://example.com';
+  if (!/^https?:\/\/\S+$/.test(scrapeUrl)) problems.push(`SCRAPE_URL must be an http(s) URL (got "${scrapeUrl}").`);
+
+  const burstRequests = integer('BURST_REQUESTS', 200, 2);
+  const burstConcurrency = integer('BURST_CONCURRENCY', burstRequests);
+  const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000);
+  const maxBodyBytes = integer('MAX_BODY_BYTES', 1024 * 1024, 1024);
+  const backoffBudgetMs = integer('BACKOFF_BUDGET_MS', 300_000, 0);
+  const durationToleranceMs = integer('DURATION_TOLERANCE_MS', 20, 0);
+  const scrapeGapMs = integer('SCRAPE_GAP_MS', 500, 0);
+
+  const billingHoldsMs = (env.BILLING_HOLDS_MS || '1250,2500,3750').split(',').map((part) => Number(part.trim()));
+  if (billingHoldsMs.length !== 3 || billingHoldsMs.some((ms) => !Number.isInteger(ms) || ms < 1 || ms % 1000 === 0) || new Set(billingHoldsMs).size !== 3) {
+    problems.push(`BILLING_HOLDS_MS must be three different whole numbers of milliseconds, none a whole second (got "${env.BILLING_HOLDS_MS}").`);
+  }
+  if (scrapeGapMs <= 2 * durationToleranceMs && scrapeGapMs !== 0) {
+    problems.push(`SCRAPE_GAP_MS (${scrapeGapMs}) must be more than twice DURATION_TOLERANCE_MS (${durationToleranceMs}), or 0 to leave it out.`);
+  }
+
+  const longestHold = Math.max(...billingHoldsMs.filter(Number.isFinite), 0);
+  const testTimeoutMs = integer('TEST_TIMEOUT_MS', external ? longestHold + 6 * backoffBudgetMs + 4 * requestTimeoutMs : 30_000);
+  const runTimeoutMs = integer('RUN_TIMEOUT_MS', external ? 3_600_000 : 600_000);
+
+  let knownDeviationsFile: string | undefined;
+  let knownDeviations: KnownDeviation[] = [];
+  if (env.KNOWN_DEVIATIONS) {
+    knownDeviationsFile = path.resolve(env.KNOWN_DEVIATIONS);
+    if (!existsSync(knownDeviationsFile)) problems.push(`KNOWN_DEVIATIONS names a file that does not exist: ${env.KNOWN_DEVIATIONS}`);
+    else {
+      try {
+        knownDeviations = readKnownDeviations(knownDeviationsFile);
+      } catch (error) {
+        problems.push(`KNOWN_DEVIATIONS: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  const sequenceSeed = env.SEQUENCE_SEED ? integer('SEQUENCE_SEED', 0, -(2 ** 31)) : undefined;
+  const sequenceRuns = integer('SEQUENCE_RUNS', external ? 3 : 30);
+  const sequenceBudget = integer('SEQUENCE_BUDGET', external ? 40 : 600, 10);
+  const strict = flag('STRICT');
+
+  if (problems.length) throw new ConfigurationError(problems);
+  return {
+    baseURL: external ?? embeddedURL,
+    embedded: !external,
+    apiKey,
+    foreignApiKey,
+    scrapeUrl,
+    burstRequests,
+    burstConcurrency,
+    billingHoldsMs,
+    scrapeGapMs,
+    requestTimeoutMs,
+    backoffBudgetMs,
+    durationToleranceMs,
+    creditTolerance: 0.005,
+    maxBodyBytes,
+    testTimeoutMs,
+    runTimeoutMs,
+    knownDeviationsFile,
+    knownDeviations,
+    strict,
+    reportsDir: path.resolve(env.REPORTS_DIR || 'reports'),
+    sequenceSeed,
+    sequenceRuns,
+    sequenceBudget,
+  };
+}
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+
+function normaliseBaseURL(raw: string, allowInsecureHttp: boolean, problems: string[]): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    problems.push(`BASE_URL is not a valid URL: "${raw}".`);
+    return undefined;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.push(`BASE_URL must use http or https (got "${url.protocol}").`);
+  if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname) && !allowInsecureHttp) {
+    problems.push(`BASE_URL uses plain http to ${url.hostname}: the keys would travel in clear. Use https, or set ALLOW_INSECURE_HTTP=1 for a network you trust.`);
+  }
+  if (url.username || url.password) problems.push('BASE_URL must not carry credentials: use API_KEY.');
+  if (url.search || url.hash) problems.push('BASE_URL must not have a query or fragment.');
+  const base = url.origin + url.pathname.replace(/\/+$/, '');
+  if (/\/v2$/.test(base)) problems.push('BASE_URL must not end with /v2: the suite adds the version segment itself.');
+  return base;
+}

@@ -1,0 +1,87 @@
+/**
+ * The target and the identities that call it. An external target's keys come from the settings;
+ * the embedded reference's from fixtures/teams.json. Every key, and every near-miss form of the
+ * owner's key, is registered for redaction before any request is sent.
+ */
+import type { Fixtures } from '@playwright/test';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { registerSecret } from './redact';
+import { RunError } from './run-error';
+import { loadSettings, type Settings } from './settings';
+
+export interface Target {
+  baseURL: string;
+  /** A reference the suite started itself: its keys are those of fixtures/teams.json. */
+  embedded: boolean;
+}
+
+export interface Identity {
+  name: string;
+  /** The full `Authorization` value, or undefined to send no such header. */
+  authorization?: string;
+  /** Only the owner's answers settle a session in the ledger. */
+  owner?: true;
+}
+
+export const TEAMS_FILE = path.join(__dirname, '..', '..', 'fixtures', 'teams.json');
+
+interface Team {
+  id: string;
+  name: string;
+  keys: string[];
+}
+
+export function targetFrom(settings: Settings): Target {
+  if (!settings.baseURL) throw new RunError('No target: the embedded reference was not started (run the suite through playwright.config.ts).');
+  return { baseURL: settings.baseURL, embedded: settings.embedded };
+}
+
+/** The owner's and the foreign team's keys, and what else is known of the owner team. */
+export function keysOf(target: Target, settings: Settings): { apiKey: string; foreignApiKey: string; ownerTeam: string[] } {
+  if (!target.embedded) return { apiKey: settings.apiKey!, foreignApiKey: settings.foreignApiKey!, ownerTeam: [] };
+  const [owner, foreign] = (JSON.parse(readFileSync(TEAMS_FILE, 'utf8')) as { teams: Team[] }).teams;
+  return { apiKey: owner.keys[0], foreignApiKey: foreign.keys[0], ownerTeam: [owner.id, owner.name] };
+}
+
+/** The owner's key with the case of every letter swapped, or undefined when it has no letter. */
+export function caseChanged(key: string): string | undefined {
+  const swapped = [...key].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join('');
+  return swapped === key ? undefined : swapped;
+}
+
+export function identitiesFor(target: Target, settings: Settings) {
+  const { apiKey, foreignApiKey, ownerTeam } = keysOf(target, settings);
+  const nearMisses = { caseChanged: caseChanged(apiKey), extended: `${apiKey}Zz9`, truncated: apiKey.slice(0, -1) };
+  registerSecret(apiKey, 'API_KEY');
+  registerSecret(foreignApiKey, 'FOREIGN_API_KEY');
+  for (const form of Object.values(nearMisses)) registerSecret(form, 'NEAR_API_KEY');
+  const bearer = (key: string | undefined) => (key === undefined ? undefined : `Bearer ${key}`);
+  return {
+    owner: { name: 'owner team', authorization: `Bearer ${apiKey}`, owner: true },
+    foreign: { name: 'foreign team', authorization: `Bearer ${foreignApiKey}` },
+    noKey: { name: 'no Authorization header' },
+    emptyToken: { name: 'Bearer with no token', authorization: 'Bearer ' },
+    garbage: { name: 'garbage credential', authorization: 'garbage%%not-a-credential' },
+    unknownKey: { name: 'unknown well-formed key', authorization: `Bearer fc-${randomBytes(16).toString('hex')}` },
+    keyCaseChanged: { name: "owner's key with its case changed", authorization: bearer(nearMisses.caseChanged) },
+    keyExtended: { name: "owner's key with characters appended", authorization: bearer(nearMisses.extended) },
+    keyTruncated: { name: "owner's key without its last character", authorization: bearer(nearMisses.truncated) },
+    basicScheme: { name: "owner's key under Basic", authorization: `Basic ${apiKey}` },
+    tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}` },
+    lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${apiKey}` },
+    /** Values that belong to the owner team and must never reach another caller (known for the embedded reference). */
+    ownerTeam,
+  } satisfies Record<string, Identity | string[]>;
+}
+
+export type Identities = ReturnType<typeof identitiesFor>;
+export type IdentityName = Exclude<keyof Identities, 'ownerTeam'>;
+
+export const targetFixtures: Fixtures<object, { settings: Settings; target: Target; identities: Identities }> = {
+  settings: [async ({}, use) => use(loadSettings()), { scope: 'worker' }],
+  // An option: the variant matrix aims each project at its own server.
+  target: [async ({ settings }, use) => use(targetFrom(settings)), { scope: 'worker', option: true }],
+  identities: [async ({ target, settings }, use) => use(identitiesFor(target, settings)), { scope: 'worker' }],
+};

@@ -1,0 +1,165 @@
+/**
+ * From test results to one verdict. Every test of the catalogue gets an outcome; a rule's status
+ * is the worst of its tests'; the verdict and its exit code follow:
+ *
+ *   fail        1  a test failed (with STRICT=1, a test that could not be verified too)
+ *   error       2  an error of the run: provisioning, back-off budget, a target that stopped
+ *                  answering, a session teardown could not stop, or a run with no result
+ *   incomplete  3  every test that ran passed, but some did not run (--grep, a shard, skipped)
+ *   pass        0  every test passed, known deviations and (without STRICT) not verifiable allowed
+ *
+ * Summaries of shards merge into one verdict (`mergeSummaries`, `npm run verdict`).
+ */
+import { KNOWN_DEVIATION_PREFIX } from './checks';
+import { RUN_ERROR_PREFIX } from './run-error';
+import { RULE_IDS, RULES, TEST_IDS, entryOf, ruleOf, type Level, type RuleId, type TestId } from './rules';
+
+export type Outcome = 'pass' | 'fail' | 'error' | 'known deviation' | 'not verifiable' | 'not run';
+export type Verdict = 'pass' | 'fail' | 'error' | 'incomplete';
+
+export interface TestRecord {
+  id: TestId;
+  title?: string;
+  level: Level;
+  outcome: Outcome;
+  note?: string;
+}
+
+export interface RuleRecord {
+  title: string;
+  status: Outcome;
+  tests: TestRecord[];
+}
+
+export interface Summary {
+  verdict: Verdict;
+  exitCode: number;
+  target: string;
+  embedded: boolean;
+  strict: boolean;
+  /** "1/3" when this run was one shard. */
+  shard?: string;
+  /** Set when the run was filtered (--grep, --grep-invert, files named on the command line). */
+  filtered?: boolean;
+  durationMs: number;
+  /** Errors of the run outside any test (global setup or teardown, a leak). */
+  errors: string[];
+  notRun: TestId[];
+  rules: Record<RuleId, RuleRecord>;
+}
+
+export const EXIT_CODES: Record<Verdict, number> = { pass: 0, fail: 1, error: 2, incomplete: 3 };
+
+/** Worst first. */
+const SEVERITY: Outcome[] = ['fail', 'error', 'known deviation', 'not verifiable', 'pass', 'not run'];
+
+/** The first non-empty line of an error message, without terminal colours. */
+export function firstLine(message: string | undefined): string | undefined {
+  // eslint-disable-next-line no-control-regex
+  return message?.replace(/\u001b\[[0-9;]*m/g, '').split('\n').find((line) => line.trim())?.trim();
+}
+
+/** Whether an error message is an error of the run rather than a failure of the target. */
+export function isRunError(message: string): boolean {
+  const line = firstLine(message) ?? '';
+  return line.startsWith(RUN_ERROR_PREFIX) || /^Test timeout of \d+ms exceeded/.test(line) || /^Error: RunError: /.test(line);
+}
+
+export interface ResultFacts {
+  status: 'passed' | 'failed' | 'timedOut' | 'skipped' | 'interrupted';
+  errors: string[];
+  annotations: { type: string; description?: string }[];
+}
+
+/** The outcome of one test result, and the line that explains it. */
+export function outcomeOf({ status, errors, annotations }: ResultFacts): { outcome: Outcome; note?: string } {
+  const note = (type: string) => annotations.find((annotation) => annotation.type === type)?.description;
+  if (status === 'skipped') {
+    const reason = note('not-verifiable');
+    return reason ? { outcome: 'not verifiable', note: reason } : { outcome: 'not run', note: note('skip') };
+  }
+  if (status === 'interrupted') return { outcome: 'error', note: 'the run was interrupted before this test finished' };
+  const deviations = errors.filter((message) => (firstLine(message) ?? '').includes(KNOWN_DEVIATION_PREFIX));
+  const others = errors.filter((message) => !deviations.includes(message));
+  const failures = others.filter((message) => !isRunError(message));
+  if (failures.length) return { outcome: 'fail', note: firstLine(failures[0]) };
+  if (others.length) return { outcome: 'error', note: firstLine(others[0]) };
+  if (deviations.length) return { outcome: 'known deviation', note: note('known-deviation') };
+  return { outcome: status === 'passed' ? 'pass' : 'fail', note: status === 'passed' ? note('note') : `ended ${status}` };
+}
+
+export function emptyRecords(): Map<TestId, TestRecord> {
+  return new Map(TEST_IDS.map((id) => [id, { id, level: entryOf(id).level, outcome: 'not run' }]));
+}
+
+export function summarise(records: Map<TestId, TestRecord>, facts: Omit<Summary, 'verdict' | 'exitCode' | 'notRun' | 'rules'>): Summary {
+  const rules = Object.fromEntries(
+    RULE_IDS.map((rule) => {
+      const tests = TEST_IDS.filter((id) => ruleOf(id) === rule).map((id) => records.get(id)!);
+      const status = SEVERITY.find((outcome) => tests.some((test) => test.outcome === outcome)) ?? 'not run';
+      return [rule, { title: RULES[rule].title, status, tests }];
+    }),
+  ) as Record<RuleId, RuleRecord>;
+  const all = [...records.values()];
+  const notRun = all.filter((test) => test.outcome === 'not run').map((test) => test.id);
+  const has = (outcome: Outcome) => all.some((test) => test.outcome === outcome);
+  const verdict: Verdict =
+    has('fail') || (facts.strict && has('not verifiable'))
+      ? 'fail'
+      : has('error') || facts.errors.length || notRun.length === all.length
+        ? 'error'
+        : notRun.length || facts.filtered || facts.shard
+          ? 'incomplete'
+          : 'pass';
+  return { verdict, exitCode: EXIT_CODES[verdict], ...facts, notRun, rules };
+}
+
+/** One verdict from the summaries of several shards (or several runs of parts of the suite). */
+export function mergeSummaries(summaries: Summary[]): Summary {
+  if (!summaries.length) throw new Error('no summaries to merge');
+  const targets = new Set(summaries.map((summary) => summary.target));
+  const errors = summaries.flatMap((summary) => summary.errors);
+  if (targets.size > 1) errors.push(`the summaries are of different targets: ${[...targets].join(', ')}`);
+  const records = emptyRecords();
+  for (const summary of summaries) {
+    for (const rule of Object.values(summary.rules)) {
+      for (const test of rule.tests) {
+        const known = records.get(test.id);
+        if (!known) continue;
+        if (known.outcome === 'not run' || SEVERITY.indexOf(test.outcome) < SEVERITY.indexOf(known.outcome)) records.set(test.id, { ...test, level: known.level });
+      }
+    }
+  }
+  return summarise(records, {
+    target: [...targets].join(', '),
+    embedded: summaries.every((summary) => summary.embedded),
+    strict: summaries.some((summary) => summary.strict),
+    durationMs: Math.max(...summaries.map((summary) => summary.durationMs)),
+    errors,
+  });
+}
+
+export function renderSummary(summary: Summary): string {
+  const lines = ['', `Conformance summary — target: ${summary.target}${summary.shard ? ` (shard ${summary.shard})` : ''}`];
+  for (const rule of Object.values(summary.rules)) {
+    const ran = rule.tests.filter((test) => test.outcome !== 'not run').length;
+    const status = rule.status === 'not run' || ran === rule.tests.length ? rule.status : `${rule.status} (${ran}/${rule.tests.length} run)`;
+    lines.push(`  ${status.toUpperCase().padEnd(20)} ${rule.title}`);
+    for (const test of rule.tests.filter((t) => t.outcome !== 'pass' && t.outcome !== 'not run')) {
+      lines.push(`      ${test.outcome.padEnd(15)} [@${test.level}] ${test.id}${test.note ? `\n          ${test.note}` : ''}`);
+    }
+  }
+  const count = (outcome: Outcome) => Object.values(summary.rules).flatMap((rule) => rule.tests).filter((test) => test.outcome === outcome).length;
+  if (count('not verifiable')) {
+    lines.push(`  NOT VERIFIABLE: ${count('not verifiable')} test(s) could not establish their fact${summary.strict ? ' (STRICT: they fail the gate)' : '; STRICT=1 makes them fail the gate'}`);
+  }
+  if (count('error') || summary.errors.length) lines.push(`  ERRORS OF THE RUN: ${count('error')} test(s)${summary.errors.length ? `, and outside tests:` : ''}`);
+  for (const error of summary.errors) lines.push(`      ${error}`);
+  if (summary.notRun.length && summary.notRun.length < TEST_IDS.length) {
+    const rules = [...new Set(summary.notRun.map(ruleOf))];
+    lines.push(`  NOT RUN: ${summary.notRun.length} of ${TEST_IDS.length} tests, in rules ${rules.join(', ')}${summary.shard ? ` (merge the shards: npm run verdict -- <summaries>)` : ''}`);
+  }
+  const tally = SEVERITY.map((outcome) => [outcome, count(outcome)] as const).filter(([, n]) => n).map(([outcome, n]) => `${n} ${outcome}`);
+  lines.push(`Verdict: ${summary.verdict.toUpperCase()} (exit ${summary.exitCode}; ${TEST_IDS.length} tests in ${RULE_IDS.length} rules: ${tally.join(', ')})`, '');
+  return lines.join('\n');
+}
