@@ -13,6 +13,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Ledger, ledgerFile } from '../tests/support/ledger';
+import { COMMAND_PIPE_VARIABLE } from '../tests/support/global-setup';
 import { RULE_IDS, RULES, type RuleId } from '../tests/support/rules';
 import { stopOpenSessions } from '../tests/support/sessions';
 import { ConfigurationError, loadSettings, SETTINGS_TABLE, type Settings } from '../tests/support/settings';
@@ -127,19 +128,25 @@ async function run(argv: string[]): Promise<number> {
 
 /**
  * Runs Playwright in its own process group, so that a Ctrl-C reaches it once (from here, never
- * twice, which would skip its teardown). SIGINT and SIGTERM are forwarded and Playwright's
- * teardown is awaited; past RUN_TIMEOUT_MS and a minute's grace it is ended. Returns the signal
- * that stopped the run, if one did.
+ * twice, which would skip its teardown). SIGINT and SIGTERM are forwarded, both as SIGINT: the one
+ * signal on which Playwright runs its teardowns and reporters (SIGTERM would end it at once, its
+ * workers left to stop their sessions unseen). Its teardown is awaited; past RUN_TIMEOUT_MS and a
+ * minute's grace it is ended. Returns the signal that stopped the run, if one did.
  */
 function runPlaywright(args: string[], settings: Settings): Promise<NodeJS.Signals | undefined> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { stdio: 'inherit', detached: true, env: process.env });
+    const child = spawn(process.execPath, args, {
+      // fd 3: a pipe that closes when this process ends, however it ends; the run then winds down (global-setup.ts).
+      stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+      detached: true,
+      env: { ...process.env, [COMMAND_PIPE_VARIABLE]: '3' },
+    });
     let signalled: NodeJS.Signals | undefined;
     const forward = (signal: NodeJS.Signals) => {
       if (signalled) return;
       signalled = signal;
       console.error(`\n${signal}: stopping the run; waiting for its teardown to stop the sessions it created…`);
-      child.kill(signal);
+      child.kill('SIGINT');
     };
     const onInt = () => forward('SIGINT');
     const onTerm = () => forward('SIGTERM');

@@ -1,9 +1,11 @@
 /**
  * Before the run: the configuration is valid, an external target answers, and no session an
- * earlier, killed run left in the ledger is still running. After the run: every session the
- * ledger holds open is stopped, and one that cannot be is an error of the run.
+ * earlier, killed run left in the ledger is still running. During the run: once the command that
+ * started it is gone, the run winds down. After the run: every session the ledger holds open is
+ * stopped, and one that cannot be is an error of the run.
  */
 import { existsSync, renameSync } from 'node:fs';
+import net from 'node:net';
 import { exchange } from './client';
 import { Ledger, ledgerFile } from './ledger';
 import { RunError } from './run-error';
@@ -20,8 +22,40 @@ export async function checkReachable(baseURL: string, settings: Pick<Settings, '
   }
 }
 
+/** Set by the command for Playwright: the descriptor of a pipe whose other end the command holds. */
+export const COMMAND_PIPE_VARIABLE = 'CONFORMANCE_COMMAND_PIPE_FD';
+
+/**
+ * Winds the run down as on Ctrl-C once the command that started it is gone (killed with SIGKILL,
+ * which it cannot forward, or with its process group, which Playwright is not in): its end of the
+ * pipe closes, and the teardowns stop the sessions instead of a run going on unseen. Returns what
+ * ends the watch.
+ */
+function windDownWithoutCommand(): () => void {
+  const fd = process.env[COMMAND_PIPE_VARIABLE];
+  delete process.env[COMMAND_PIPE_VARIABLE]; // not for the workers
+  if (!fd) return () => {};
+  let pipe: net.Socket;
+  try {
+    pipe = new net.Socket({ fd: Number(fd), readable: true, writable: false });
+  } catch {
+    return () => {};
+  }
+  const windDown = () => {
+    console.error('\nThe command that started this run is gone: stopping the run; its teardown stops the sessions it created.');
+    process.kill(process.pid, 'SIGINT');
+  };
+  // The end of the stream, not an error: a descriptor that is no pipe must not stop the run.
+  pipe.once('end', windDown).on('error', () => {}).resume().unref();
+  return () => {
+    pipe.off('end', windDown);
+    pipe.destroy();
+  };
+}
+
 export default async function globalSetup() {
   const settings = loadSettingsOrExit();
+  const endWatch = windDownWithoutCommand();
   const exit = (message: string): never => {
     console.error(message);
     process.exit(2);
@@ -46,6 +80,7 @@ export default async function globalSetup() {
   if (existsSync(ledger.file)) renameSync(ledger.file, ledger.file.replace(/\.jsonl$/, '.previous.jsonl'));
 
   return async () => {
+    endWatch();
     const { stopped, failed } = await stopOpenSessions(ledger, settings);
     if (stopped.length) console.log(`The global teardown stopped ${stopped.length} session(s) their tests left:\n  ${stopped.join('\n  ')}`);
     if (failed.length) throw new RunError(`Could not stop ${failed.length} session(s) of this run; they may still be running and billed:\n  ${failed.join('\n  ')}`);

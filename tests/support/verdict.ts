@@ -59,10 +59,10 @@ export function firstLine(message: string | undefined): string | undefined {
   return message?.replace(/\u001b\[[0-9;]*m/g, '').split('\n').find((line) => line.trim())?.trim();
 }
 
-/** Whether an error message is an error of the run rather than a failure of the target. */
+/** Whether an error message is an error of the run rather than a failure of the target (a crashed worker is one too). */
 export function isRunError(message: string): boolean {
   const line = firstLine(message) ?? '';
-  return line.startsWith(RUN_ERROR_PREFIX) || /^Test timeout of \d+ms exceeded/.test(line) || /^Error: RunError: /.test(line);
+  return line.startsWith(RUN_ERROR_PREFIX) || /^Test timeout of \d+ms exceeded/.test(line) || /^Error: (RunError: |worker process exited unexpectedly)/.test(line);
 }
 
 export interface ResultFacts {

@@ -1,0 +1,384 @@
+/**
+ * The command against hostile targets: each case runs `stop-session-conformance` against a target
+ * that misbehaves, or kills part of the run mid-way, and checks that it ends within a stated time,
+ * with exit code 1 or 2 and a message naming what happened, that no session is left running on
+ * the server's side (after `cleanup` where the command itself was killed), and that no key reaches
+ * its output, its reports or its ledger. Prints one table of the cases at the end.
+ */
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import type http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import zlib from 'node:zlib';
+import { createReferenceServer, type Reply, type ReferenceOptions, type ReferenceServer } from '../reference/server';
+import { isolatedEnv, ROOT, runCommand } from './matrix';
+import { filesContaining, SECRETS } from './secrets';
+
+const BIN = path.join(ROOT, 'bin', 'stop-session-conformance.js');
+/** Short bounds, so that each case takes seconds; one small rule. */
+const SHORT = { REQUEST_TIMEOUT_MS: '2000', BACKOFF_BUDGET_MS: '2000', TEST_TIMEOUT_MS: '15000', MAX_BODY_BYTES: '65536' };
+const RULE = ['--rule', 'owner-stop'];
+/** Cases at once: each is a whole run (command, Playwright, a worker, Allure); more than 4 on 2 cores only slows each down. */
+const CONCURRENCY = 4;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+type Behaviour = ReferenceOptions['behaviour'];
+type Writer = (res: http.ServerResponse, reply: Reply) => void;
+
+const isInteract = (res: http.ServerResponse) => res.req.method === 'POST' && /\/interact$/.test(res.req.url ?? '');
+
+/** Does the work at once (an interact creates its session) and answers `delayMs` later, or never once the client is gone. */
+const answersLate = (delayMs: number): Behaviour => (base) => ({
+  send(res, reply) {
+    if (!isInteract(res)) return base.send(res, reply);
+    const timer = setTimeout(() => base.send(res, reply), delayMs);
+    res.on('close', () => clearTimeout(timer));
+  },
+});
+
+/** Stops the session as the reference does, then writes every stop's answer its own way. */
+const stopAnswers = (write: Writer): Behaviour => (base) => ({
+  send: (res, reply) => (res.req.method === 'DELETE' ? write(res, reply) : base.send(res, reply)),
+});
+
+/** The answer, padded with 1 KB of JSON white space, a byte every 100 ms: read to its end, it would take 100 s. */
+const trickled: Writer = (res, reply) => {
+  const payload = Buffer.from(JSON.stringify(reply.body).padEnd(1024));
+  res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': String(payload.length) });
+  let sent = 0;
+  const timer = setInterval(() => {
+    res.write(payload.subarray(sent, ++sent));
+    if (sent < payload.length) return;
+    clearInterval(timer);
+    res.end();
+  }, 100);
+  res.on('close', () => clearInterval(timer));
+};
+
+const endless: Writer = (res) => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  const chunk = Buffer.alloc(16 * 1024, 32);
+  const pump = () => {
+    while (!res.destroyed && res.write(chunk));
+  };
+  res.on('drain', pump);
+  pump();
+};
+
+const FIFTY_MB = Buffer.alloc(50 * 1024 * 1024, 32);
+const fiftyMegabytes: Writer = (res) => {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(FIFTY_MB.length) });
+  res.end(FIFTY_MB);
+};
+
+/** 60 KB on the wire, 60 MB once decompressed. */
+const BOMB = zlib.gzipSync(Buffer.alloc(60 * 1024 * 1024, 32), { level: 9 });
+const gzipBomb: Writer = (res) => {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(BOMB.length) });
+  res.end(BOMB);
+};
+
+interface Row {
+  name: string;
+  exit: string;
+  seconds: number;
+  left: number;
+  message: string;
+}
+const rows: Row[] = [];
+
+/** The command, started in its own process group with its own reports folder, against `server`. */
+function start(server: ReferenceServer, args: string[], settings: Record<string, string> = SHORT) {
+  const reports = mkdtempSync(path.join(os.tmpdir(), 'hostile-'));
+  const env = isolatedEnv({ REPORTS_DIR: reports, BASE_URL: server.url, API_KEY: SECRETS[0], FOREIGN_API_KEY: SECRETS[1], ...settings });
+  const started = performance.now();
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env, detached: true });
+  let log = '';
+  child.stdout.on('data', (chunk) => (log += chunk));
+  child.stderr.on('data', (chunk) => (log += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  // Once every process that shares its output has ended, Playwright's included.
+  let closed = false;
+  child.on('close', () => (closed = true));
+  return { child, env, reports, exited, closed: () => closed, log: () => log, seconds: () => (performance.now() - started) / 1000 };
+}
+
+type Started = ReturnType<typeof start>;
+
+/** The processes under `root`, from `ps`, with their process groups. */
+function descendants(root: number): { pid: number; ppid: number; pgid: number; args: string }[] {
+  const table = execFileSync('ps', ['-e', '-o', 'pid=,ppid=,pgid=,args='], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [pid, ppid, pgid, ...args] = line.trim().split(/\s+/);
+      return { pid: Number(pid), ppid: Number(ppid), pgid: Number(pgid), args: args.join(' ') };
+    });
+  const found = table.filter((row) => row.pid === root);
+  for (let i = 0; i < found.length; i++) found.push(...table.filter((row) => row.ppid === found[i].pid));
+  return found;
+}
+
+/** Those of `pids` still running: an ended process that no one reaps (an orphan, here) stays as a zombie. */
+function running(pids: number[]): number[] {
+  if (!pids.length) return [];
+  const { stdout } = spawnSync('ps', ['-o', 'pid=,stat=', '-p', pids.join(',')], { encoding: 'utf8' });
+  return stdout.trim().split('\n').filter((line) => line.trim() && !/^\s*\d+\s+Z/.test(line)).map((line) => Number(line.trim().split(/\s+/)[0]));
+}
+
+async function until(what: string, condition: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`gave up after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+/** The message that names what happened: `log` from the first match of `message` to the end of its line. */
+function lineOf(log: string, message: RegExp): string {
+  const match = new RegExp(message.source, 'm').exec(log);
+  return match ? log.slice(match.index).split('\n')[0].trim() : '(no such line)';
+}
+
+/** The ledger names identities and job ids, never a key; nothing the run wrote or printed holds one. */
+function assertNoKey(run: Started, ...outputs: string[]): void {
+  const file = path.join(run.reports, 'ledger.jsonl');
+  assert.ok(existsSync(file), 'the run wrote its ledger');
+  const entries = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+  assert.ok(entries.length > 0, 'the ledger holds the job');
+  for (const entry of entries) {
+    assert.equal(entry.identity, 'owner team');
+    assert.match(entry.jobId, UUID);
+  }
+  assert.deepEqual(filesContaining(run.reports), [], 'keys in the reports or the ledger');
+  for (const output of [run.log(), ...outputs]) assert.deepEqual(filesContaining(output), [], 'keys in the output');
+}
+
+/** Ends whatever the case left of the command, whichever process group it is in. */
+function killAll(groups: Set<number>): void {
+  for (const group of groups) {
+    try {
+      process.kill(-group, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+interface Misbehaviour {
+  name: string;
+  behaviour: Behaviour;
+  /** Seconds the command may take to its verdict. */
+  within: number;
+  message: RegExp;
+}
+
+const misbehaviours: Misbehaviour[] = [
+  {
+    name: 'interact hangs 60 s (session created)',
+    behaviour: answersLate(60_000),
+    within: 30,
+    message: /POST \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 2000 ms \(REQUEST_TIMEOUT_MS\)/,
+  },
+  {
+    name: 'interact answers 502 (session created)',
+    behaviour: (base) => ({ interact: (team, jobId, body) => (base.interact(team, jobId, body), base.error(502, 'Bad gateway.')) }),
+    within: 30,
+    message: /provisioning: POST \/v2\/scrape\/\{jobId\}\/interact must answer 200 \(status 502\)/,
+  },
+  {
+    name: 'interact answers 202 (session created)',
+    behaviour: (base) => ({ interact: (team, jobId, body) => ({ ...base.interact(team, jobId, body), status: 202 }) }),
+    within: 30,
+    message: /provisioning: POST \/v2\/scrape\/\{jobId\}\/interact must answer 200 \(status 202\)/,
+  },
+  {
+    name: 'stop answer trickled, 1 byte / 100 ms',
+    behaviour: stopAnswers(trickled),
+    // The test's stop, its teardown, the global teardown and the command each wait out REQUEST_TIMEOUT_MS.
+    within: 45,
+    message: /DELETE \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 2000 ms \(REQUEST_TIMEOUT_MS\)/,
+  },
+  {
+    name: 'stop answer an endless chunked body',
+    behaviour: stopAnswers(endless),
+    within: 30,
+    message: /DELETE \/v2\/scrape\/\S+\/interact as owner team failed: the answer's body exceeds MAX_BODY_BYTES \(65536 bytes\)/,
+  },
+  {
+    name: 'stop answer a 50 MB body',
+    behaviour: stopAnswers(fiftyMegabytes),
+    within: 30,
+    message: /DELETE \/v2\/scrape\/\S+\/interact as owner team failed: the answer's body exceeds MAX_BODY_BYTES \(65536 bytes\)/,
+  },
+  {
+    name: 'stop answer a gzip bomb (60 KB -> 60 MB)',
+    behaviour: stopAnswers(gzipBomb),
+    within: 30,
+    message: /DELETE \/v2\/scrape\/\S+\/interact as owner team failed: the answer's body exceeds MAX_BODY_BYTES \(65536 bytes\) once decompressed \(gzip\)/,
+  },
+];
+
+/** A target that is slow but correct: each session exists for 3 s before its interact answers, time enough to kill something. */
+const SLOW_INTERACT = answersLate(3_000);
+const SLOW_SETTINGS = { ...SHORT, REQUEST_TIMEOUT_MS: '5000' };
+
+describe('the command against hostile targets ends in bounded time, says what happened and leaves no session running', { concurrency: CONCURRENCY }, () => {
+  after(() => {
+    const header = ['case', 'exit', 'seconds', 'left', 'message'];
+    const cells = rows.sort((a, b) => parseInt(a.name) - parseInt(b.name)).map((row) => [row.name, row.exit, row.seconds.toFixed(1), String(row.left), row.message.slice(0, 180)]);
+    const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+    const line = (c: string[]) => c.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd();
+    console.log(['', line(header), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n'));
+  });
+
+  for (const [index, { name, behaviour, within, message }] of misbehaviours.entries()) {
+    test(`${index + 1}. ${name}`, async () => {
+      const server = await createReferenceServer({ behaviour });
+      const run = start(server, RULE);
+      try {
+        const { code } = await run.exited;
+        const seconds = run.seconds();
+        const left = server.activeSessions().length;
+        rows.push({ name: `${index + 1}. ${name}`, exit: String(code), seconds, left, message: lineOf(run.log(), message) });
+        assert.equal(code, 2, run.log().slice(-3000));
+        assert.match(run.log(), message);
+        assert.ok(seconds < within, `verdict after ${seconds.toFixed(1)} s, more than ${within} s`);
+        assert.equal(left, 0, 'sessions left running on the server');
+        assert.ok(server.state.stopped.size > 0, 'the case created a session');
+        assertNoKey(run);
+      } finally {
+        killAll(new Set([run.child.pid!]));
+        await server.close();
+      }
+    });
+  }
+
+  test('8. a Playwright worker killed with SIGKILL mid-test', async () => {
+    const server = await createReferenceServer({ behaviour: SLOW_INTERACT });
+    const run = start(server, RULE, SLOW_SETTINGS);
+    const groups = new Set([run.child.pid!]);
+    try {
+      await until('a session on the server', () => server.activeSessions().length > 0);
+      const tree = descendants(run.child.pid!);
+      const runner = tree.find((p) => p.ppid === run.child.pid)!;
+      const workers = tree.filter((p) => p.ppid === runner.pid);
+      assert.equal(workers.length, 1, `one worker under Playwright's runner:\n${tree.map((p) => `${p.pid} ${p.ppid} ${p.args}`).join('\n')}`);
+      tree.forEach((p) => groups.add(p.pgid));
+      process.kill(workers[0].pid, 'SIGKILL');
+      const { code } = await run.exited;
+      const seconds = run.seconds();
+      const left = server.activeSessions().length;
+      const message = /worker process exited unexpectedly \(code=null, signal=SIGKILL\)/;
+      rows.push({ name: '8. worker SIGKILLed mid-test', exit: String(code), seconds, left, message: lineOf(run.log(), message) });
+      assert.equal(code, 2, `a crashed worker is an error of the run, not a failure of the target:\n${run.log().slice(-3000)}`);
+      assert.match(run.log(), message);
+      assert.match(run.log(), /The global teardown stopped 1 session\(s\) their tests left/);
+      assert.ok(seconds < 30, `verdict after ${seconds.toFixed(1)} s`);
+      assert.equal(left, 0, 'sessions left running on the server');
+      assertNoKey(run);
+    } finally {
+      killAll(groups);
+      await server.close();
+    }
+  });
+
+  test('9. SIGTERM to the command mid-run', async () => {
+    const server = await createReferenceServer({ behaviour: SLOW_INTERACT });
+    const run = start(server, RULE, SLOW_SETTINGS);
+    const groups = new Set([run.child.pid!]);
+    try {
+      await until('a session on the server', () => server.activeSessions().length > 0);
+      const tree = descendants(run.child.pid!);
+      tree.forEach((p) => groups.add(p.pgid));
+      run.child.kill('SIGTERM');
+      const { code } = await run.exited;
+      const seconds = run.seconds();
+      const left = server.activeSessions().length;
+      const message = /SIGTERM: stopping the run; waiting for its teardown/;
+      rows.push({ name: '9. SIGTERM to the command mid-run', exit: String(code), seconds, left, message: lineOf(run.log(), message) });
+      assert.equal(code, 2, run.log().slice(-3000));
+      assert.match(run.log(), message);
+      // Playwright's teardown ran: its reporters wrote the verdict, and no process of the run is left.
+      assert.match(run.log(), /the run was interrupted before this test finished/);
+      assert.match(run.log(), /Verdict: ERROR \(exit 2/);
+      assert.deepEqual(running(tree.map((p) => p.pid)), [], 'processes of the run still running after the command exited');
+      assert.ok(seconds < 30, `verdict after ${seconds.toFixed(1)} s`);
+      assert.equal(left, 0, 'sessions left running on the server');
+      assertNoKey(run);
+    } finally {
+      killAll(groups);
+      await server.close();
+    }
+  });
+
+  test('10. SIGKILL to the whole command mid-run, then cleanup', async () => {
+    const server = await createReferenceServer({ behaviour: SLOW_INTERACT });
+    const run = start(server, RULE, SLOW_SETTINGS);
+    const groups = new Set([run.child.pid!]);
+    try {
+      await until('a session on the server', () => server.activeSessions().length > 0);
+      const tree = descendants(run.child.pid!);
+      tree.forEach((p) => groups.add(p.pgid));
+      // The command keeps Playwright in a process group of its own: the whole command is both groups.
+      killAll(groups);
+      const { signal } = await run.exited;
+      await until('every process of the run to end', () => running(tree.map((p) => p.pid)).length === 0, 5_000);
+      assert.equal(signal, 'SIGKILL');
+      const [jobId] = server.activeSessions().map((s) => s.jobId);
+      assert.ok(jobId, 'a killed run leaves its session running');
+
+      const first = await runCommand(process.execPath, [BIN, 'cleanup'], run.env);
+      const seconds = run.seconds();
+      const left = server.activeSessions().length;
+      rows.push({ name: '10. SIGKILL to the whole command, cleanup', exit: `killed; cleanup ${first.code}`, seconds, left, message: lineOf(first.log, /^stopped/) });
+      assert.equal(first.code, 0, first.log);
+      assert.match(first.log, new RegExp(`^stopped\\s+${jobId} at ${server.url.replace(/\./g, '\\.')} \\(test owner-stop/answers-200\\)$`, 'm'));
+      assert.equal(left, 0, 'sessions left running on the server after cleanup');
+
+      const second = await runCommand(process.execPath, [BIN, 'cleanup'], run.env);
+      assert.equal(second.code, 0, second.log);
+      assert.match(second.log, /\/ledger\.jsonl: no session left open/);
+      assert.match(second.log, /\/ledger\.previous\.jsonl: no session left open/);
+      assert.doesNotMatch(second.log, /stopped|FAILED/);
+      assert.ok(seconds < 30, `cleaned up after ${seconds.toFixed(1)} s`);
+      assertNoKey(run, first.log, second.log);
+    } finally {
+      killAll(groups);
+      await server.close();
+    }
+  });
+
+  test("11. SIGKILL to the command's own process group: Playwright winds down by itself", async () => {
+    const server = await createReferenceServer({ behaviour: SLOW_INTERACT });
+    const run = start(server, RULE, SLOW_SETTINGS);
+    const groups = new Set([run.child.pid!]);
+    try {
+      await until('a session on the server', () => server.activeSessions().length > 0);
+      const tree = descendants(run.child.pid!);
+      tree.forEach((p) => groups.add(p.pgid));
+      process.kill(-run.child.pid!, 'SIGKILL');
+      await run.exited;
+      await until('the end of every process of the run', run.closed);
+      const seconds = run.seconds();
+      const left = server.activeSessions().length;
+      const message = /The command that started this run is gone: stopping the run/;
+      rows.push({ name: "11. SIGKILL to the command's group only", exit: 'killed', seconds, left, message: lineOf(run.log(), message) });
+      assert.match(run.log(), message);
+      await until('every process of the run to end', () => running(tree.map((p) => p.pid)).length === 0, 5_000);
+      assert.ok(seconds < 30, `the run ended after ${seconds.toFixed(1)} s`);
+      assert.equal(left, 0, 'sessions left running on the server');
+      const cleanup = await runCommand(process.execPath, [BIN, 'cleanup'], run.env);
+      assert.equal(cleanup.code, 0, cleanup.log);
+      assert.match(cleanup.log, /\/ledger\.jsonl: no session left open/);
+      assertNoKey(run, cleanup.log);
+    } finally {
+      killAll(groups);
+      await server.close();
+    }
+  });
+});
