@@ -5,7 +5,7 @@ type Bench = Record<string, any>;
 const row = (cells: unknown[]) => `| ${cells.map((cell) => (cell === undefined ? '–' : String(cell))).join(' | ')} |`;
 
 export function renderPerformance(bench: Bench): string {
-  const { suite, burst, timing, throughput, strictLimit } = bench;
+  const { suite, burst, timing, throughput, strictLimit, sequences } = bench;
   const lines = [
     '# Performance',
     '',
@@ -26,6 +26,10 @@ export function renderPerformance(bench: Bench): string {
   }
   for (const [label, figure] of Object.entries(throughput ?? {}) as [string, Bench][]) {
     lines.push(row([`Reference throughput, DELETE ${label}`, `${figure.referenceRps} req/s`, `bare \`node:http\` answering the same JSON: ${figure.bareRps} req/s`, `${figure.ratio} (median of ${figure.ratios.length} rounds)`, figure.goal]));
+  }
+  if (sequences) {
+    lines.push('', `## Order-only faults caught by the sequences rule, over ${sequences.seeds} seeds (default runs)`, '', '| Variant | Caught | Required by the matrix |', '| - | - | - |');
+    for (const [name, count] of Object.entries(sequences.caught)) lines.push(row([name, `${count} of ${sequences.seeds}`, sequences.required.includes(name) ? 'yes' : 'no']));
   }
   if (strictLimit) {
     lines.push('', '## Against a target of 10 stop/interact requests per minute (`npm run bench:strict-limit`)', '');

@@ -7,6 +7,7 @@
  *   burst       the suite's burst rate / autocannon's, same endpoint and concurrency       goal >= 0.5, 200 requests within 1 s
  *   timing      median width of the measured billing interval (goal <= 5 ms) and the smallest
  *               sessionDurationMs bias the billing rule detects (goal <= 50 ms)
+ *   sequences   how often the sequences rule catches each order-only fault, over ten seeds
  *   throughput  reference throughput / a bare node:http server's, 404 and 401 paths         goal >= 0.8
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -18,7 +19,7 @@ import autocannon from 'autocannon';
 import { loadTeams } from '../reference/server';
 import { readSettings } from '../tests/support/settings';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand, runMatrix } from '../selftest/matrix';
-import { durationOffBy, type Variant } from '../selftest/variants';
+import { durationOffBy, orderFaults, rarerOrderFaults, type Variant } from '../selftest/variants';
 import { renderPerformance } from './performance';
 
 const [owner, foreign] = loadTeams();
@@ -134,6 +135,18 @@ async function timingPrecision() {
   };
 }
 
+/** How often the sequences rule, with its default runs, catches each order-only fault: over ten seeds. */
+async function sequences() {
+  const faults = [...orderFaults, ...rarerOrderFaults];
+  const caught = new Map(faults.map((variant) => [variant.name, 0]));
+  const seeds = Array.from({ length: 10 }, (_, i) => String(101 + i));
+  for (const seed of seeds) {
+    const run = await runMatrix(faults, { rules: ['sequences'], env: { SEQUENCE_SEED: seed, SEQUENCE_RUNS: '50' } });
+    for (const r of run.results) if (r.caughtBy.includes('sequences')) caught.set(r.variant.name, caught.get(r.variant.name)! + 1);
+  }
+  return { seeds: seeds.length, caught: Object.fromEntries(caught), required: orderFaults.map((v) => v.name), goal: 'the required ones in every seed' };
+}
+
 /** Both servers run at once in their own processes; rounds alternate between them and the median ratio counts. */
 async function throughput() {
   const [reference, bare] = [await serve('reference'), await serve('bare')];
@@ -179,7 +192,7 @@ async function throughput() {
     // first run
   }
   Object.assign(bench, { date: new Date().toISOString().slice(0, 10), cores: os.cpus().length, node: process.version });
-  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['suite', suiteOverhead]];
+  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['sequences', sequences], ['suite', suiteOverhead]];
   for (const [name, run] of parts) {
     if (only && only !== name) continue;
     bench[name] = await run();

@@ -88,7 +88,7 @@ export interface ReferenceServer {
   close(): Promise<void>;
 }
 
-export const DEFAULT_RATE_LIMIT: RateLimit = { limit: 50, windowMs: 1000 };
+export const DEFAULT_RATE_LIMIT: RateLimit = { limit: 150, windowMs: 1000 };
 export const MAX_BODY_BYTES = 1_000_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INTERACT_PATH = /^\/v2\/scrape\/([^/]*)\/interact$/;

@@ -3,20 +3,22 @@
  * project per variant, aimed at its own server (selftest/matrix.ts starts them and passes their
  * addresses in SELFTEST_TARGETS). SELFTEST_PART picks the burst's file or every other file: the
  * burst holds Playwright's "-exclusive-" lock, which would hold every other variant back, so the
- * matrix runs the bursts in a second Playwright process beside the first.
+ * matrix runs the bursts in other Playwright processes beside the first.
  */
 import path from 'node:path';
 import { defineConfig } from '@playwright/test';
 import type { Target } from '../tests/support/target';
 import { RULES, type RuleId } from '../tests/support/rules';
 
-/** `rules`: the spec files to run against the variant (all when absent). */
-const targets: { name: string; url: string; rules?: RuleId[] }[] = JSON.parse(process.env.SELFTEST_TARGETS ?? '[]');
+/** `rules`: the spec files to run against the variant (all when absent); `seeds`, `runs`: of the sequences rule. */
+const targets: { name: string; url: string; rules?: RuleId[]; seeds?: number[]; runs?: number }[] = JSON.parse(process.env.SELFTEST_TARGETS ?? '[]');
 const burstFile = path.basename(RULES['rate-limit'].file);
-const part = process.env.SELFTEST_PART === 'burst' ? 'burst' : 'rest';
+/** `rest`, or `burst-<n>`: the bursts are split among several processes, each holding its own lock. */
+const part = process.env.SELFTEST_PART ?? 'rest';
+const bursts = part.startsWith('burst');
 const output = process.env.SELFTEST_OUTPUT ?? path.join(__dirname, '..', 'reports', 'selftest');
 
-export default defineConfig<{ target: Target }>({
+export default defineConfig<object, { target: Target; sequenceSeeds: number[]; sequenceRuns: number }>({
   outputDir: path.join(output, `test-results-${part}`),
   fullyParallel: true,
   workers: Number(process.env.SELFTEST_WORKERS ?? 8),
@@ -26,15 +28,15 @@ export default defineConfig<{ target: Target }>({
   use: { trace: 'off', screenshot: 'off', video: 'off' },
   // Embedded: the fixture reads the keys from fixtures/teams.json, so none is in the config reporters print.
   // One worker per variant: a worker serves one project, so more would mean more worker starts.
-  projects: targets.map(({ name, url, rules }) => {
+  projects: targets.map(({ name, url, rules, seeds, runs }) => {
     const files = (rules ?? (Object.keys(RULES) as RuleId[])).map((rule) => path.basename(RULES[rule].file));
-    const testMatch = files.filter((file) => (part === 'burst') === (file === burstFile));
+    const testMatch = files.filter((file) => bursts === (file === burstFile));
     return {
       name,
       testDir: path.join(__dirname, '..', 'tests', 'rules'),
       testMatch: testMatch.length ? testMatch : ['nothing-to-run'],
       workers: 1,
-      use: { target: { baseURL: url, embedded: true } satisfies Target },
+      use: { target: { baseURL: url, embedded: true } satisfies Target, ...(seeds ? { sequenceSeeds: seeds } : {}), ...(runs ? { sequenceRuns: runs } : {}) },
     };
   }),
 });

@@ -4,6 +4,9 @@
  * reference only in ways the specification allows. All are overrides through
  * `ReferenceOptions.behaviour`; the reference itself has no variant switches.
  */
+import type { ServerResponse } from 'node:http';
+import { bearerToken } from '../reference/auth';
+import { creditsFor } from '../reference/billing';
 import type { Behaviour, ReferenceOptions, ReferenceState, Reply, Team } from '../reference/server';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RuleId } from '../tests/support/rules';
@@ -26,6 +29,7 @@ export interface Variant {
 type Override = (base: Behaviour, state: ReferenceState) => Partial<Behaviour>;
 
 const behaviour = (override: Override): ReferenceOptions => ({ behaviour: override });
+const withLimit = (rateLimit: ReferenceOptions['rateLimit'], override: Override): ReferenceOptions => ({ rateLimit, behaviour: override });
 
 /** Rewrites the stop operation's replies. */
 const stopReply = (change: (reply: Reply, team: Team, jobId: string, state: ReferenceState) => Reply): ReferenceOptions =>
@@ -42,6 +46,36 @@ export const durationOffBy = (biasMs: number): ReferenceOptions =>
       const session = state.sessions.get(jobId);
       if (session) session.startedAt -= biasMs;
       return base.stop(team, jobId);
+    },
+  }));
+
+
+/** The job id of a request to /v2/scrape/{jobId}/interact, or undefined. */
+const jobOf = (res: ServerResponse) => /^\/v2\/scrape\/([^/?]+)\/interact/.exec(res.req.url ?? '')?.[1]?.toLowerCase();
+
+/** The stop result a session would get if it were stopped now. */
+const billingSoFar = (state: ReferenceState, jobId: string) => {
+  const session = state.sessions.get(jobId) ?? state.stopped.get(jobId);
+  const sessionDurationMs = session ? Math.round(state.clock() - session.startedAt) : 0;
+  return { sessionDurationMs, creditsBilled: creditsFor(sessionDurationMs) };
+};
+
+/** A refused stop (`status`) that restarts the billing clock of the session named in its path. */
+const refusalRestartsClock = (status: number): ReferenceOptions =>
+  behaviour((base, state) => ({
+    send: (res, reply) => {
+      const session = state.sessions.get(jobOf(res) ?? '');
+      if (res.req.method === 'DELETE' && reply.status === status && session) session.startedAt = state.clock();
+      base.send(res, reply);
+    },
+  }));
+
+/** Authenticates when `matches(token, key)` holds for one of a team's keys, instead of equality. */
+const keyMatch = (matches: (token: string, key: string) => boolean): ReferenceOptions =>
+  behaviour((base, state) => ({
+    authenticate: (header) => {
+      const token = bearerToken(header);
+      return token === undefined ? undefined : base.authenticate(header) ?? state.teams.find((team) => team.keys.some((key) => matches(token, key)));
     },
   }));
 
@@ -70,6 +104,32 @@ export const faultyVariants: Variant[] = [
   { name: 'duration-inflated', breaks: 'billing', description: 'reports and bills 500 ms more than the session lasted', options: durationOffBy(500) },
   { name: 'duration-whole-seconds', breaks: 'billing', description: 'truncates sessionDurationMs to whole seconds', options: stopReply((r) => (r.status === 200 ? withBody(r, { sessionDurationMs: Math.floor(Number(body(r).sessionDurationMs) / 1000) * 1000 }) : r)) },
   { name: 'credits-as-string', breaks: 'billing', description: 'reports creditsBilled as a string', options: stopReply((r) => (r.status === 200 ? withBody(r, { creditsBilled: String(body(r).creditsBilled) }) : r)) },
+  {
+    name: 'clock-from-scrape',
+    breaks: 'billing',
+    description: 'starts billing a session when its scrape job was created, not at the interact that created it',
+    options: behaviour((base, state) => ({
+      interact: (team, jobId, body) => {
+        const existed = state.sessions.has(jobId);
+        const reply = base.interact(team, jobId, body);
+        const session = state.sessions.get(jobId);
+        if (!existed && session) session.startedAt = state.jobs.get(jobId)!.createdAt;
+        return reply;
+      },
+    })),
+  },
+  {
+    name: 'clock-from-last-interact',
+    breaks: 'billing',
+    description: 'restarts the billing clock at every interact call on a session',
+    options: behaviour((base, state) => ({
+      interact: (team, jobId, body) => {
+        const session = state.sessions.get(jobId);
+        if (session && session.teamId === team.id) session.startedAt = state.clock();
+        return base.interact(team, jobId, body);
+      },
+    })),
+  },
   // Rule 3: foreign team
   { name: 'foreign-gets-404', breaks: 'foreign-team', description: "answers 404 to another team's stop", options: stopReply((r) => (r.status === 403 ? { ...r, status: 404 } : r)) },
   { name: 'foreign-gets-200', breaks: 'foreign-team', description: "lets another team stop the session", options: behaviour((base, state) => ({ stop: (team, jobId) => { const session = state.sessions.get(jobId); return base.stop(session ? state.teams.find((t) => t.id === session.teamId)! : team, jobId); } })) },
@@ -80,6 +140,22 @@ export const faultyVariants: Variant[] = [
     options: stopReply((r, _team, jobId, state) => {
       if (r.status === 403) state.sessions.delete(jobId);
       return r;
+    }),
+  },
+  { name: 'foreign-refusal-restarts-clock', breaks: 'foreign-team', description: "restarts a session's billing clock when another team's stop is refused", options: refusalRestartsClock(403) },
+  { name: 'forbidden-reveals-billing', breaks: 'foreign-team', description: "tells another team the session's duration and credits so far in its 403", options: stopReply((r, _team, jobId, state) => (r.status === 403 ? withBody(r, billingSoFar(state, jobId)) : r)) },
+  {
+    name: 'refusal-destroys-repeat-200',
+    breaks: 'foreign-team',
+    caughtAs: 'not verifiable',
+    description: "ends the session on another team's refused stop, and answers any later owner's stop 200 {success: true}, as the hosted service answers repeat stops",
+    options: stopReply((r, team, jobId, state) => {
+      const session = state.sessions.get(jobId);
+      if (r.status === 403 && session) {
+        state.sessions.delete(jobId);
+        state.stopped.set(jobId, session);
+      }
+      return r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true } } : r;
     }),
   },
   // Rule 4: unknown job
@@ -103,6 +179,21 @@ export const faultyVariants: Variant[] = [
     })),
   },
   { name: 'empty-token-500', breaks: 'authentication', description: 'crashes (500) on "Bearer" with no token', options: behaviour((base) => ({ authenticate: (h) => { if (h !== undefined && /^\s*bearer\s*$/i.test(h)) throw new Error('no token'); return base.authenticate(h); } })) },
+  { name: 'auth-refusal-restarts-clock', breaks: 'authentication', description: 'restarts the billing clock of the session named in a stop it answers 401', options: refusalRestartsClock(401) },
+  { name: 'key-case-insensitive', breaks: 'authentication', description: 'compares keys without regard to case', options: keyMatch((token, key) => token.toLowerCase() === key.toLowerCase()) },
+  { name: 'key-prefix-match', breaks: 'authentication', description: 'accepts any token that starts with a valid key', options: keyMatch((token, key) => token.startsWith(key)) },
+  { name: 'key-truncated-match', breaks: 'authentication', description: 'accepts a valid key with its last character missing (compares the token as a prefix of the key)', options: keyMatch((token, key) => token.length >= key.length - 1 && key.startsWith(token)) },
+  {
+    name: 'unauthorized-reveals-owner',
+    breaks: 'authentication',
+    description: 'names the team that owns the session in its 401 answers',
+    options: behaviour((base, state) => ({
+      send: (res, reply) => {
+        const owner = state.sessions.get(jobOf(res) ?? '')?.teamId;
+        base.send(res, reply.status === 401 && owner ? withBody(reply, { ownerTeam: owner }) : reply);
+      },
+    })),
+  },
   // Rule 6: rate limiting
   { name: 'no-rate-limit', breaks: 'rate-limit', description: 'never limits', options: behaviour(() => ({ limit: () => ({ allowed: true }) })) },
   { name: 'rate-limit-503', breaks: 'rate-limit', description: 'answers 503 instead of 429 over the limit', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status === 429 ? 503 : status, message, headers) })) },
@@ -116,6 +207,34 @@ export const faultyVariants: Variant[] = [
       const blocked = new Set<string>();
       return { limit: (key) => (blocked.has(key) ? { allowed: false, retryAfterSeconds: 1 } : ((d) => (d.allowed || blocked.add(key), d))(base.limit(key))) };
     }),
+  },
+  {
+    name: 'throttled-stop-still-stops',
+    breaks: 'rate-limit',
+    description: 'stops the session named in a stop it answers 429 (the limiter runs after the handler)',
+    // A 3 s window: a burst slowed by a busy machine still has its throttled stop inside the window.
+    options: withLimit({ limit: 150, windowMs: 3000 }, (base, state) => ({
+      send: (res, reply) => {
+        const jobId = jobOf(res) ?? '';
+        const session = state.sessions.get(jobId);
+        if (res.req.method === 'DELETE' && reply.status === 429 && session) {
+          state.sessions.delete(jobId);
+          state.stopped.set(jobId, session);
+        }
+        base.send(res, reply);
+      },
+    })),
+  },
+  {
+    name: 'rate-limited-reveals-billing',
+    breaks: 'rate-limit',
+    description: "puts the session's duration and credits so far in a 429 to its stop",
+    options: withLimit({ limit: 150, windowMs: 3000 }, (base, state) => ({
+      send: (res, reply) => {
+        const jobId = jobOf(res) ?? '';
+        base.send(res, res.req.method === 'DELETE' && reply.status === 429 && state.sessions.has(jobId) ? withBody(reply, billingSoFar(state, jobId)) : reply);
+      },
+    })),
   },
   // Rule 7: finality
   { name: 'second-stop-charges-again', breaks: 'stop-is-final', description: 'answers a second stop with 200 and a new charge', options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true, sessionDurationMs: 1000, creditsBilled: 0.033333 } } : r)) },
@@ -136,6 +255,21 @@ export const faultyVariants: Variant[] = [
     })),
   },
   { name: 'second-stop-500', breaks: 'stop-is-final', description: 'crashes (500) on a stopped session', options: stopReply((r, _team, jobId, state) => (r.status === 404 && state.stopped.has(jobId) ? { status: 500, body: { success: false, error: 'session gone' } } : r)) },
+  { name: 'stopped-session-200-for-anyone', breaks: 'stop-is-final', description: 'answers 200 {success: true} to any team that stops an already stopped session', options: stopReply((r, _team, jobId, state) => ((r.status === 404 || r.status === 403) && state.stopped.has(jobId) ? { status: 200, body: { success: true } } : r)) },
+  { name: 'stopped-reveals-billing', breaks: 'stop-is-final', description: "puts the stopped session's duration and credits in the 404 another team gets", options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.has(jobId) && state.stopped.get(jobId)!.teamId !== team.id ? withBody(r, billingSoFar(state, jobId)) : r)) },
+  {
+    name: 'refusal-revives-stopped',
+    breaks: 'stop-is-final',
+    description: "writes a stopped session back as running when another team's stop of it is refused (a stale write-back), so it bills again",
+    options: stopReply((r, team, jobId, state) => {
+      const stopped = state.stopped.get(jobId);
+      if ((r.status === 403 || r.status === 404) && stopped && stopped.teamId !== team.id && !state.sessions.has(jobId)) {
+        state.stopped.delete(jobId);
+        state.sessions.set(jobId, { ...stopped, startedAt: state.clock() });
+      }
+      return r;
+    }),
+  },
   // Rule 8: robustness
   { name: 'bad-job-id-500', breaks: 'malformed-job-id', description: 'crashes (500) on a jobId that is not a UUID', options: behaviour((base) => ({ error: (status, message, headers) => base.error(/job ID/i.test(message) ? 500 : status, message, headers) })) },
   { name: 'long-job-id-500', breaks: 'malformed-job-id', description: 'crashes (500) on a jobId longer than 1000 characters', options: behaviour((base) => ({ send: (res, reply) => base.send(res, reply.status === 400 && (res.req.url?.length ?? 0) > 1000 ? { ...reply, status: 500 } : reply) })) },
@@ -144,6 +278,112 @@ export const faultyVariants: Variant[] = [
   { name: 'error-without-success', breaks: 'json-answers', description: 'leaves success out of error bodies', options: behaviour(() => ({ error: (status, message, headers) => ({ status, body: { error: message }, headers }) })) },
   { name: 'error-multiline', breaks: 'json-answers', description: 'writes a stack trace into error', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, `${message}\n    at handler (server.js:1:1)`, headers) })) },
   { name: 'unauthorized-empty-body', breaks: 'json-answers', description: 'answers 401 with an empty body', options: behaviour((base) => ({ error: (status, message, headers) => (status === 401 ? { status, body: '', headers } : base.error(status, message, headers)) })) },
+];
+
+/**
+ * Faults that show only in a particular order of operations: every rule-by-rule test passes them,
+ * and only the sequences rule, which tries orders nobody wrote down, catches them.
+ */
+export const orderFaults: Variant[] = [
+  {
+    name: 'revive-with-old-clock',
+    breaks: 'sequences',
+    runsEveryRule: true,
+    description: "answers an interact on a stopped session by bringing the old session back, with its old clock",
+    options: behaviour((base, state) => ({
+      interact: (team, jobId, body) => {
+        const old = state.stopped.get(jobId);
+        if (old && old.teamId === team.id && !state.sessions.has(jobId)) {
+          state.stopped.delete(jobId);
+          state.sessions.set(jobId, old);
+        }
+        return base.interact(team, jobId, body);
+      },
+    })),
+  },
+  {
+    name: 'interact-after-stop-ghost',
+    breaks: 'sequences',
+    runsEveryRule: true,
+    description: 'answers an interact on a stopped session 200, but no session runs: its stop then answers 404',
+    options: behaviour((base, state) => ({
+      interact: (team, jobId, body) =>
+        state.stopped.get(jobId)?.teamId === team.id && !state.sessions.has(jobId) ? { status: 200, body: { success: true, stdout: '', result: '', stderr: '', exitCode: 0, killed: false } } : base.interact(team, jobId, body),
+    })),
+  },
+  {
+    name: 'stale-stopped-marker',
+    breaks: 'sequences',
+    runsEveryRule: true,
+    // The session its stale marker hides can never be stopped: it runs until the variant's server closes.
+    leaksSessions: true,
+    description: "begins a new session on an interact after a stop, but answers that session's first stop 404 from a stale 'stopped' marker, and leaves it running",
+    options: behaviour((base, state) => {
+      const revived = new Set<string>();
+      return {
+        interact: (team, jobId, body) => {
+          if (state.stopped.get(jobId)?.teamId === team.id && !state.sessions.has(jobId)) revived.add(jobId);
+          return base.interact(team, jobId, body);
+        },
+        stop: (team, jobId) => (revived.delete(jobId) ? base.error(404, 'Browser session not found.') : base.stop(team, jobId)),
+      };
+    }),
+  },
+];
+
+/**
+ * Order faults that need a rarer order (a foreign refusal, then an interact, then a stop; two
+ * sessions of different ages stopped at once): the sequences rule catches them in most runs, not
+ * in every one, so they are measured by `npm run bench sequences` (catch rate over seeds), not
+ * required by the matrix.
+ */
+export const rarerOrderFaults: Variant[] = [
+  {
+    name: 'refusal-then-interact-restarts-clock',
+    breaks: 'sequences',
+    runsEveryRule: true,
+    description: "restarts a session's clock at the owner's first interact after another team's refused stop",
+    options: behaviour((base, state) => {
+      const refused = new Set<string>();
+      return {
+        stop: (team, jobId) => {
+          const reply = base.stop(team, jobId);
+          if (reply.status === 403) refused.add(jobId);
+          return reply;
+        },
+        interact: (team, jobId, body) => {
+          const session = state.sessions.get(jobId);
+          if (session && session.teamId === team.id && refused.delete(jobId)) session.startedAt = state.clock();
+          return base.interact(team, jobId, body);
+        },
+      };
+    }),
+  },
+  {
+    name: 'simultaneous-stops-swap-results',
+    breaks: 'sequences',
+    runsEveryRule: true,
+    description: "answers two overlapping stops of a team's different sessions both with the later one's result (a per-team variable shared across an await)",
+    options: behaviour((base, state) => {
+      const lastStop = new Map<string, { jobId: string; reply: Reply }>();
+      return {
+        stop: (team, jobId) => {
+          const reply = base.stop(team, jobId);
+          if (reply.status === 200) lastStop.set(team.id, { jobId, reply });
+          return reply;
+        },
+        send: (res, reply) => {
+          const jobId = jobOf(res);
+          const teamId = jobId && state.stopped.get(jobId)?.teamId;
+          if (res.req.method !== 'DELETE' || reply.status !== 200 || !teamId) return base.send(res, reply);
+          void sleep(30).then(() => {
+            const last = lastStop.get(teamId);
+            base.send(res, last && last.jobId !== jobId ? last.reply : reply);
+          });
+        },
+      };
+    }),
+  },
 ];
 
 const keyless = (base: Behaviour): Partial<Behaviour> => {
@@ -168,7 +408,34 @@ export const correctVariants: Variant[] = [
   { name: 'www-authenticate', description: 'adds WWW-Authenticate to 401 answers', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, message, status === 401 ? { ...headers, 'WWW-Authenticate': 'Bearer realm="api"' } : headers) })) },
   { name: 'echoes-credentials', description: 'quotes the Authorization header it received in 403 and 401 errors', options: echoesCredentials() },
   { name: 'strict-rate-limit', description: 'allows only 20 requests per 2 s window', options: { rateLimit: { limit: 20, windowMs: 2000 } } },
+  {
+    name: 'rate-limit-proxy-html',
+    description: 'answers 429 from a proxy in front of it: an HTML page, no JSON, no Retry-After',
+    options: behaviour((base) => ({
+      send: (res, reply) => (reply.status === 429 ? (res.writeHead(429, { 'Content-Type': 'text/html' }), res.end('<html><body><h1>429 Too Many Requests</h1><p>nginx</p></body></html>')) : base.send(res, reply)),
+    })),
+  },
+  { name: 'errors-with-details', description: 'adds a code and a details object to every error', options: behaviour((base) => ({ error: (status, message, headers) => withBody(base.error(status, message, headers), { code: `ERR_${status}`, details: { docs: 'https://docs.example.com/errors', retryable: status === 429 } }) })) },
+  { name: 'limiter-per-address', description: 'limits per client address instead of per team, one window for every route', options: behaviour((base) => ({ limit: () => base.limit('addr:every-route') })) },
+  { name: 'token-bucket-limiter', description: 'limits with a token bucket per team (50 tokens, 50 a second) instead of a fixed window', options: behaviour((_base, state) => ({ limit: tokenBucket(50, 50, state.clock) })) },
 ];
+
+/** A token bucket per key: `capacity` tokens, refilled at `perSecond`; Retry-After until the next token. */
+function tokenBucket(capacity: number, perSecond: number, clock: () => number): Behaviour['limit'] {
+  const buckets = new Map<string, { tokens: number; at: number }>();
+  return (key) => {
+    const now = clock();
+    const bucket = buckets.get(key) ?? { tokens: capacity, at: now };
+    bucket.tokens = Math.min(capacity, bucket.tokens + ((now - bucket.at) / 1000) * perSecond);
+    bucket.at = now;
+    buckets.set(key, bucket);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return { allowed: true };
+    }
+    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / perSecond)) };
+  };
+}
 
 /** Quotes the caller's Authorization in its errors: the suite must keep the keys out of its reports anyway. */
 function echoesCredentials(): ReferenceOptions {
@@ -183,4 +450,5 @@ export const variants: Variant[] = [
   { name: 'reference', description: 'the reference itself', options: {} },
   ...correctVariants,
   ...faultyVariants,
+  ...orderFaults,
 ];

@@ -25,7 +25,7 @@ test('two simultaneous stops of one session charge it once', spec('stop-is-final
 });
 
 test(
-  "after the owner's stop, a stop by another team, without a key or with an invalid key is still refused and learns nothing",
+  "after the owner's stop, a stop by another team, without a key or with an invalid key is still refused, learns nothing, and changes nothing",
   spec('stop-is-final/final-for-everyone'),
   async ({ api, session, identities, check }) => {
     const stop = await test.step('the owner stops the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.owner }));
@@ -37,5 +37,10 @@ test(
     }
     await check('refused', () => refusals.forEach((answer) => expectRefusal(answer)));
     await check('reveals-nothing', () => refusals.forEach((answer) => expectRevealsNothing(answer, ownerValues)));
+    const again = await test.step('the owner stops it once more', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.owner }));
+    await check('still-stopped', () => {
+      expect([200, 404], `the refusals must not have brought the session back: ${summary(again)}`).toContain(again.status);
+      expect(charged(again), `a stopped session is never charged again: ${summary(again)}`).toBe(false);
+    });
   },
 );

@@ -47,14 +47,17 @@ export function expectDurationWithin(body: JsonBody, interval: Interval, setting
   expect(duration, where).toBeLessThanOrEqual(hi);
 }
 
-/** creditsBilled must be 2 credits/minute prorated by the second, for sessionDurationMs or else the measured interval. */
+/**
+ * creditsBilled must be 2 credits/minute prorated by the second, for sessionDurationMs (widened by
+ * the tolerance: a server may bill its exact clock and report a coarser one) or else the measured interval.
+ */
 export function expectCreditsFor(body: JsonBody, interval: Interval, settings: Tolerances): void {
   const credits = body?.creditsBilled;
   const duration = body?.sessionDurationMs;
-  const lo = Math.max(0, interval.lo - settings.durationToleranceMs);
-  const hi = interval.hi + settings.durationToleranceMs;
-  const { min, max } = typeof duration === 'number' ? proratedRange(duration, duration) : proratedRange(lo, hi);
-  const basis = typeof duration === 'number' ? `sessionDurationMs ${duration}` : `the measured ${lo.toFixed(1)}..${hi.toFixed(1)} ms`;
+  const tolerance = settings.durationToleranceMs;
+  const [lo, hi] = typeof duration === 'number' ? [duration - tolerance, duration + tolerance] : [interval.lo - tolerance, interval.hi + tolerance];
+  const { min, max } = proratedRange(lo, hi);
+  const basis = `${typeof duration === 'number' ? `sessionDurationMs ${duration}` : 'the measured interval'} ±${tolerance} ms, ${Math.max(0, lo).toFixed(1)}..${hi.toFixed(1)} ms`;
   const why = `creditsBilled ${JSON.stringify(credits)} must be 2 credits/minute prorated by the second for ${basis}: ` +
     `between ${min.toFixed(6)} and ${max.toFixed(6)} (±${settings.creditTolerance} for rounding)`;
   expect(typeof credits, why).toBe('number');

@@ -3,14 +3,16 @@
  * - targetFixtures (target.ts): which target, with which settings and identities;
  * - clientFixtures (client.ts): how a test talks to it (`api`), and the run ledger;
  * - checkFixtures (checks.ts): which test this is (`testId`) and its named checks (`check`);
- * - sessionFixtures (sessions.ts): the sessions a test provisions, always stopped afterwards.
+ * - sessionFixtures (sessions.ts): the sessions a test provisions, always stopped afterwards;
+ * - sequenceFixtures (sequences.ts): the seed of the sequences rule's random histories.
  */
 import { test as base } from '@playwright/test';
 import { checkFixtures } from './checks';
 import { clientFixtures } from './client';
+import { sequenceFixtures } from './sequences';
 import { sessionFixtures } from './sessions';
 import { targetFixtures } from './target';
 
 export { expect } from './schemas';
 
-export const test = base.extend(targetFixtures).extend(clientFixtures).extend(checkFixtures).extend(sessionFixtures);
+export const test = base.extend(targetFixtures).extend(clientFixtures).extend(checkFixtures).extend(sessionFixtures).extend(sequenceFixtures);

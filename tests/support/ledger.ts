@@ -21,6 +21,7 @@ export class Ledger {
 
   created(entry: { target: string; embedded: boolean; jobId: string; identity: string; test?: string }): void {
     this.write({ event: 'created', at: new Date().toISOString(), ...entry });
+    this.endedInThisProcess.delete(`${entry.target} ${entry.jobId}`);
   }
 
   ended(entry: { target: string; jobId: string; identity: string; status: number }): void {

@@ -96,7 +96,7 @@ export const RULES = {
     tests: {
       'second-stop': inferred(['first-stop', 'second-stop', 'no-second-charge']),
       'simultaneous-stops': inferred(['one-succeeds', 'answers', 'charged-once']),
-      'final-for-everyone': must(['first-stop', 'refused', 'reveals-nothing']),
+      'final-for-everyone': must(['first-stop', 'refused', 'reveals-nothing', 'still-stopped']),
     },
   },
   'malformed-job-id': {
@@ -124,6 +124,12 @@ export const RULES = {
       'unknown-key': inferred(['json-error']),
       'malformed-job-id': inferred(['json-error']),
     },
+  },
+  sequences: {
+    title: 'Rule 10: random histories of operations agree with a model of the specification',
+    section: 'Endpoints › Rules 1-4; States and transitions; Authentication',
+    file: 'rules/10-sequences.spec.ts',
+    tests: { 'random-histories': inferred(['model', 'credits']) },
   },
 } as const satisfies Record<string, RuleEntry>;
 

@@ -25,6 +25,8 @@ export interface Session {
 export interface ProvisionOptions {
   /** Pause between the scrape and the interact that creates the session. */
   gapMs?: number;
+  /** Leave the exchanges out of the report (the sequences rule attaches its own history instead). */
+  quiet?: boolean;
 }
 
 /** What the sessions' code runs: cheap, and billed at the code rate (a prompt bills more). */
@@ -48,8 +50,8 @@ export function createSessions({ api, identities, settings, ledger, testId, sign
   const { owner } = identities;
 
   /** A scrape job; it goes in the ledger when a session may follow (`forSession`). */
-  async function scrape(forSession: boolean): Promise<{ jobId: string; scrape: Answer }> {
-    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl } });
+  async function scrape(forSession: boolean, quiet = false): Promise<{ jobId: string; scrape: Answer }> {
+    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl }, attach: !quiet });
     const jobId: unknown = answer.body?.data?.metadata?.scrapeId;
     if (forSession && typeof jobId === 'string' && PLAIN_ID.test(jobId)) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
@@ -60,10 +62,10 @@ export function createSessions({ api, identities, settings, ledger, testId, sign
     return { jobId: jobId as string, scrape: answer };
   }
 
-  async function provision({ gapMs = 0 }: ProvisionOptions = {}): Promise<Session> {
-    const { jobId, scrape: scraped } = await scrape(true);
+  async function provision({ gapMs = 0, quiet = false }: ProvisionOptions = {}): Promise<Session> {
+    const { jobId, scrape: scraped } = await scrape(true, quiet);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal });
-    const interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY });
+    const interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet });
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
     return { jobId, scrape: scraped, created: interact };
@@ -80,9 +82,16 @@ export function createSessions({ api, identities, settings, ledger, testId, sign
     /** A scrape job that never gets a session. */
     jobWithoutSession: () => scrape(false),
 
-    /** Another interact call on a session, as real clients make between creating and stopping it. */
-    interact(session: Session): Promise<Answer> {
-      return api.send({ method: 'POST', path: interactPath(session.jobId), as: owner, data: INTERACT_BODY });
+    /**
+     * Another interact call on a session, as real clients make between creating and stopping it.
+     * On a session an owner's stop had ended, a 200 may begin a new one: the ledger opens it again.
+     */
+    async interact({ jobId }: Pick<Session, 'jobId'>, { quiet = false } = {}): Promise<Answer> {
+      const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet });
+      if (answer.status === 200 && ledger.endedHere(api.target.baseURL, jobId)) {
+        ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
+      }
+      return answer;
     },
 
     /**

@@ -32,7 +32,8 @@ export interface Settings {
   knownDeviations: KnownDeviation[];
   strict: boolean;
   reportsDir: string;
-  sequenceSeed?: number;
+  /** Seeds of the sequences rule, each running SEQUENCE_RUNS histories; random when unset. */
+  sequenceSeeds?: number[];
   sequenceRuns: number;
   sequenceBudget: number;
 }
@@ -54,8 +55,8 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'STRICT', flag: '--strict', default: '0', meaning: 'With 1, a rule that cannot be verified fails the gate.' },
   { env: 'REPORTS_DIR', flag: '--reports', default: 'reports', meaning: 'Folder of the reports and the ledger, relative to the working directory.' },
   { env: 'SCRAPE_URL', default: 'https://example.com', meaning: 'Page scraped to provision sessions.' },
-  { env: 'BURST_REQUESTS', default: '200', meaning: 'Requests in the rate-limit burst.' },
-  { env: 'BURST_CONCURRENCY', default: 'BURST_REQUESTS', meaning: 'Requests in flight at once during the burst.' },
+  { env: 'BURST_REQUESTS', default: '400', meaning: 'Requests in the rate-limit burst: more than twice what the target allows in one window, so that a burst split by a window boundary is still limited.' },
+  { env: 'BURST_CONCURRENCY', default: '200', meaning: 'Requests in flight at once during the burst (at most BURST_REQUESTS).' },
   { env: 'BILLING_HOLDS_MS', default: '1250,2500,3750', meaning: 'The three hold times of the billing rule (different, none a whole second).' },
   { env: 'SCRAPE_GAP_MS', default: '500', meaning: 'Pause between scrape and interact in the short and medium billing checks.' },
   { env: 'REQUEST_TIMEOUT_MS', default: '30000', meaning: 'Total deadline of one request, body included.' },
@@ -64,9 +65,9 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'DURATION_TOLERANCE_MS', default: '20', meaning: 'Widening of the measured interval on each side.' },
   { env: 'TEST_TIMEOUT_MS', default: '30000 embedded; derived from the budget otherwise', meaning: 'Timeout of one test.' },
   { env: 'RUN_TIMEOUT_MS', default: '600000 embedded; 3600000 otherwise', meaning: 'Timeout of the whole run.' },
-  { env: 'SEQUENCE_SEED', default: 'random', meaning: 'Seed of the sequences rule; replays a printed counterexample.' },
-  { env: 'SEQUENCE_RUNS', default: '30 embedded; 3 otherwise', meaning: 'Random histories the sequences rule runs.' },
-  { env: 'SEQUENCE_BUDGET', default: '600 embedded; 40 otherwise', meaning: 'Requests to stop and interact the sequences rule may send, shrinking included.' },
+  { env: 'SEQUENCE_SEED', default: 'random', meaning: 'Seed of the sequences rule (several, comma-separated, run one after the other); replays a printed counterexample.' },
+  { env: 'SEQUENCE_RUNS', default: '50 embedded; 3 otherwise', meaning: 'Random histories the sequences rule runs.' },
+  { env: 'SEQUENCE_BUDGET', default: '1000 embedded; 40 otherwise', meaning: 'Requests to stop and interact the sequences rule may send, shrinking included.' },
   { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
 ];
 
@@ -127,8 +128,8 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
   const scrapeUrl = env.SCRAPE_URL || 'https://example.com';
   if (!/^https?:\/\/\S+$/.test(scrapeUrl)) problems.push(`SCRAPE_URL must be an http(s) URL (got "${scrapeUrl}").`);
 
-  const burstRequests = integer('BURST_REQUESTS', 200, 2);
-  const burstConcurrency = integer('BURST_CONCURRENCY', burstRequests);
+  const burstRequests = integer('BURST_REQUESTS', 400, 2);
+  const burstConcurrency = integer('BURST_CONCURRENCY', Math.min(burstRequests, 200));
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000);
   const maxBodyBytes = integer('MAX_BODY_BYTES', 1024 * 1024, 1024);
   const backoffBudgetMs = integer('BACKOFF_BUDGET_MS', 300_000, 0);
@@ -161,9 +162,10 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     }
   }
 
-  const sequenceSeed = env.SEQUENCE_SEED ? integer('SEQUENCE_SEED', 0, -(2 ** 31)) : undefined;
-  const sequenceRuns = integer('SEQUENCE_RUNS', external ? 3 : 30);
-  const sequenceBudget = integer('SEQUENCE_BUDGET', external ? 40 : 600, 10);
+  const sequenceSeeds = env.SEQUENCE_SEED ? env.SEQUENCE_SEED.split(',').map((part) => Number(part.trim())) : undefined;
+  if (sequenceSeeds?.some((seed) => !Number.isInteger(seed))) problems.push(`SEQUENCE_SEED must be an integer, or several separated by commas (got "${env.SEQUENCE_SEED}").`);
+  const sequenceRuns = integer('SEQUENCE_RUNS', external ? 3 : 50);
+  const sequenceBudget = integer('SEQUENCE_BUDGET', external ? 40 : 1000, 10);
   const strict = flag('STRICT');
 
   if (problems.length) throw new ConfigurationError(problems);
@@ -188,7 +190,7 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     knownDeviations,
     strict,
     reportsDir: path.resolve(env.REPORTS_DIR || 'reports'),
-    sequenceSeed,
+    sequenceSeeds,
     sequenceRuns,
     sequenceBudget,
   };

@@ -51,7 +51,14 @@ export function caseChanged(key: string): string | undefined {
   return swapped === key ? undefined : swapped;
 }
 
-export function identitiesFor(target: Target, settings: Settings) {
+export type IdentityName =
+  | 'owner' | 'foreign' | 'noKey' | 'emptyToken' | 'garbage' | 'unknownKey'
+  | 'keyCaseChanged' | 'keyExtended' | 'keyTruncated' | 'basicScheme' | 'tokenScheme' | 'lowerCaseBearer';
+
+/** Every caller the suite plays, and what is known of the owner team (for the embedded reference: its id and name). */
+export type Identities = Record<IdentityName, Identity> & { ownerTeam: string[] };
+
+export function identitiesFor(target: Target, settings: Settings): Identities {
   const { apiKey, foreignApiKey, ownerTeam } = keysOf(target, settings);
   const nearMisses = { caseChanged: caseChanged(apiKey), extended: `${apiKey}Zz9`, truncated: apiKey.slice(0, -1) };
   registerSecret(apiKey, 'API_KEY');
@@ -59,7 +66,7 @@ export function identitiesFor(target: Target, settings: Settings) {
   for (const form of Object.values(nearMisses)) registerSecret(form, 'NEAR_API_KEY');
   const bearer = (key: string | undefined) => (key === undefined ? undefined : `Bearer ${key}`);
   return {
-    owner: { name: 'owner team', authorization: `Bearer ${apiKey}`, owner: true },
+    owner: { name: 'owner team', authorization: `Bearer ${apiKey}`, owner: true as const },
     foreign: { name: 'foreign team', authorization: `Bearer ${foreignApiKey}` },
     noKey: { name: 'no Authorization header' },
     emptyToken: { name: 'Bearer with no token', authorization: 'Bearer ' },
@@ -71,13 +78,9 @@ export function identitiesFor(target: Target, settings: Settings) {
     basicScheme: { name: "owner's key under Basic", authorization: `Basic ${apiKey}` },
     tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}` },
     lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${apiKey}` },
-    /** Values that belong to the owner team and must never reach another caller (known for the embedded reference). */
     ownerTeam,
-  } satisfies Record<string, Identity | string[]>;
+  };
 }
-
-export type Identities = ReturnType<typeof identitiesFor>;
-export type IdentityName = Exclude<keyof Identities, 'ownerTeam'>;
 
 export const targetFixtures: Fixtures<object, { settings: Settings; target: Target; identities: Identities }> = {
   settings: [async ({}, use) => use(loadSettings()), { scope: 'worker' }],

@@ -1,0 +1,356 @@
+/**
+ * Random histories of operations over up to three sessions of one team, checked step by step
+ * against a small model of the specification (fast-check's model-based testing). The model knows
+ * which sessions exist and are live, and the interval within which each live session began:
+ * - a stop of a live session by its owner answers 200, with a duration inside the interval the
+ *   suite measured since the session began and a prorated charge, and ends it;
+ * - a stopped session answers the owner's stop 404, or 200 without a charge;
+ * - a stop by anyone else, and a 429, change nothing and reveal no billing;
+ * - an interact on a live session keeps its clock; on a stopped one it is either refused or
+ *   begins a new session with its own clock: what follows must agree with the answer given.
+ * A failing history is shrunk by fast-check to a short one, printed step by step with each answer.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Fixtures } from '@playwright/test';
+import fc from 'fast-check';
+import { expectCreditsFor, expectDurationWithin, type Interval } from './billing';
+import { interactPath, type Answer, type Client } from './client';
+import { expectRefusal, expectRevealsNothing } from './refusals';
+import { RunError } from './run-error';
+import { expect } from './schemas';
+import type { Sessions } from './sessions';
+import type { Settings } from './settings';
+import type { Identities, IdentityName } from './target';
+
+interface SessionModel {
+  label: string;
+  jobId: string;
+  live: boolean;
+  /** performance.now() interval within which the live session began (its creating interact). */
+  began: { lo: number; hi: number };
+}
+
+interface Model {
+  sessions: SessionModel[];
+}
+
+/** Requests to the rate-limited endpoints (stop and interact) left to all histories, shrinking included. */
+interface Budget {
+  left: number;
+  spent: number;
+  /** An error of the run ends the search: no further history sends anything. */
+  halted?: RunError;
+}
+
+interface Real {
+  api: Client;
+  sessions: Sessions;
+  identities: Identities;
+  settings: Settings;
+  history: History;
+  /** Charges that were not prorated: kept apart from the model, so that a declared billing deviation excuses them alone. */
+  charges: { history: History; message: string }[];
+  /** How many charges of live sessions' stops were examined. */
+  examined: { charges: number };
+}
+
+type Step = fc.AsyncCommand<Model, Real>;
+
+const REFUSERS = ['foreign', 'noKey', 'unknownKey', 'keyCaseChanged', 'keyExtended', 'keyTruncated'] as const satisfies readonly IdentityName[];
+const LABELS = ['A', 'B', 'C'];
+
+/** One history, written as the user reads it: each step, its answers, and where the model disagreed. */
+class History {
+  private readonly started = performance.now();
+  readonly lines: string[] = [];
+  private steps = 0;
+
+  step(text: string): void {
+    this.steps += 1;
+    this.lines.push(`${String(this.steps).padStart(2)}. [+${Math.round(performance.now() - this.started)} ms] ${text}`);
+  }
+
+  disagree(message: string): void {
+    this.lines.push(`    ✗ ${message}`);
+  }
+
+  get length(): number {
+    return this.steps;
+  }
+}
+
+const brief = (answer: Answer) => `${answer.status} ${answer.text.replace(/\s+/g, ' ').slice(0, 140)}`;
+
+/** Runs the model's expectations of one step; a disagreement goes into the history, then fails the history. */
+async function expecting(history: History, rule: string, expectations: () => void): Promise<void> {
+  try {
+    expectations();
+  } catch (error) {
+    const lines = String((error as Error).message).replace(/\u001b\[[0-9;]*m/g, '').split('\n').map((line) => line.trim()).filter(Boolean);
+    const detail = [lines[0]?.replace(/^Error: /, ''), ...lines.filter((line) => /^(Expected|Received)/.test(line))].join('; ');
+    const message = `${rule}: ${detail}`;
+    history.disagree(message);
+    throw new Error(message);
+  }
+}
+
+/** Provisions a session and adds it to the model as live, begun within its interact call. */
+async function provisionInto(model: Model, real: Real): Promise<void> {
+  const label = LABELS[model.sessions.length];
+  const session = await real.sessions.provision({ quiet: true });
+  model.sessions.push({ label, jobId: session.jobId, live: true, began: { lo: session.created.sentAt, hi: session.created.receivedAt } });
+  real.history.step(`provision session ${label} → scrape ${session.scrape.status}, interact ${brief(session.created)}`);
+}
+
+function stepsFor(budget: Budget) {
+  /** Whether the budget allows `requests` more; never once the search was halted. */
+  const affords = (requests: number) => !budget.halted && budget.left >= requests;
+  const spend = (requests: number) => {
+    budget.left -= requests;
+    budget.spent += requests;
+  };
+  /** Steps name a session by a number, taken modulo the sessions that exist, so that no step is wasted. */
+  const has = (model: Readonly<Model>) => model.sessions.length > 0;
+  const pick = (model: Model, index: number) => model.sessions[index % model.sessions.length];
+  const stop = (real: Real, session: SessionModel, who: IdentityName = 'owner') =>
+    real.api.send({ method: 'DELETE', path: interactPath(session.jobId), as: real.identities[who], attach: false });
+
+  const expectOwnerStop = async (real: Real, session: SessionModel, answer: Answer) => {
+    if (session.live) {
+      const interval: Interval = { lo: answer.sentAt - session.began.hi, hi: answer.receivedAt - session.began.lo };
+      await expecting(real.history, `a stop of live session ${session.label} by its owner (rules 1-2, @must)`, () => {
+        expect(answer.status, 'status').toBe(200);
+        expect(answer.body).toMatchSchema('stop-result');
+        expectDurationWithin(answer.body, interval, real.settings);
+      });
+      session.live = false;
+      if (answer.body?.creditsBilled === undefined) return;
+      real.examined.charges += 1;
+      try {
+        expectCreditsFor(answer.body, interval, real.settings);
+      } catch (error) {
+        const message = String((error as Error).message).replace(/\u001b\[[0-9;]*m/g, '').split('\n')[0].replace(/^Error: /, '');
+        real.history.lines.push(`    ✗ (credits, rule 2, @must) ${message}`);
+        real.charges.push({ history: real.history, message });
+      }
+    } else {
+      await expecting(real.history, `a stop of stopped session ${session.label} (rule 7, @inferred)`, () => {
+        expect([200, 404], `status ${answer.status}`).toContain(answer.status);
+        if (answer.status === 200) expect(answer.body?.creditsBilled ?? 0, 'a stopped session is never charged again').toBe(0);
+      });
+    }
+  };
+
+  const provision: Step = {
+    check: (model) => model.sessions.length < LABELS.length && affords(1),
+    run: (model, real) => (spend(1), provisionInto(model, real)),
+    toString: () => 'provision',
+  };
+
+  const interact = (index: number): Step => ({
+    check: (model) => has(model) && affords(1),
+    async run(model, real) {
+      spend(1);
+      const session = pick(model, index);
+      const answer = await real.sessions.interact({ jobId: session.jobId }, { quiet: true });
+      real.history.step(`interact on ${session.live ? 'live' : 'stopped'} session ${session.label} → ${brief(answer)}`);
+      if (session.live) {
+        await expecting(real.history, `an interact on live session ${session.label} (provisioning flow)`, () => {
+          expect(answer.status, 'status').toBe(200);
+          expect(answer.body).toMatchSchema('interact-result');
+        });
+      } else if (answer.status === 200) {
+        // Allowed: a new session with its own clock. What follows must agree.
+        session.live = true;
+        session.began = { lo: answer.sentAt, hi: answer.receivedAt };
+        real.history.lines.push(`    (a new session ${session.label} begins with this interact)`);
+      } else {
+        await expecting(real.history, `an interact on stopped session ${session.label} is refused or begins a new session`, () => {
+          expect(answer.status, 'status').toBeGreaterThanOrEqual(400);
+          expect(answer.status, 'status').toBeLessThan(500);
+        });
+      }
+    },
+    toString: () => `interact(${index})`,
+  });
+
+  const hold = (ms: number): Step => ({
+    check: () => !budget.halted,
+    async run(_model, real) {
+      await sleep(ms, undefined, { signal: real.api.signal });
+      real.history.step(`hold ${ms} ms`);
+    },
+    toString: () => `hold(${ms})`,
+  });
+
+  const ownerStop = (index: number): Step => ({
+    check: (model) => has(model) && affords(1),
+    async run(model, real) {
+      spend(1);
+      const session = pick(model, index);
+      const answer = await stop(real, session);
+      real.history.step(`owner stops ${session.live ? 'live' : 'stopped'} session ${session.label} → ${brief(answer)}`);
+      await expectOwnerStop(real, session, answer);
+    },
+    toString: () => `ownerStop(${index})`,
+  });
+
+  const refusedStop = (index: number, who: (typeof REFUSERS)[number]): Step => ({
+    check: (model) => has(model) && affords(1),
+    async run(model, real) {
+      const session = pick(model, index);
+      if (!real.identities[who].authorization && who === 'keyCaseChanged') return;
+      spend(1);
+      const answer = await stop(real, session, who);
+      real.history.step(`${real.identities[who].name} stops ${session.live ? 'live' : 'stopped'} session ${session.label} → ${brief(answer)}`);
+      await expecting(real.history, `a stop by ${real.identities[who].name} is refused and reveals nothing (rules 3, 5, 7)`, () => {
+        expectRefusal(answer, who === 'foreign' && session.live ? 403 : undefined);
+        expectRevealsNothing(answer, real.identities.ownerTeam);
+      });
+    },
+    toString: () => `refusedStop(${index}, ${who})`,
+  });
+
+  const unknownStop: Step = {
+    check: () => affords(1),
+    async run(_model, real) {
+      spend(1);
+      const answer = await real.api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: real.identities.owner, attach: false });
+      real.history.step(`owner stops a job that never existed → ${brief(answer)}`);
+      await expecting(real.history, 'a stop of a job with no session (rule 4, @must)', () => {
+        expect(answer.status, 'status').toBe(404);
+        expect(answer.body).toMatchSchema('error');
+      });
+    },
+    toString: () => 'unknownStop',
+  };
+
+  const simultaneousStops = (first: number, second: number): Step => ({
+    check: (model) => has(model) && affords(2),
+    async run(model, real) {
+      spend(2);
+      // Two different sessions whenever there are two: the same one twice is a rule of its own (rule 7).
+      const a = pick(model, first);
+      const others = model.sessions.filter((session) => session !== a);
+      const b = others.length ? others[second % others.length] : a;
+      const describe = (session: SessionModel) => `${session.live ? 'live' : 'stopped'} session ${session.label}`;
+      const answers = await Promise.all([stop(real, a), stop(real, b)]);
+      real.history.step(`owner stops ${describe(a)} and ${describe(b)} at once → ${brief(answers[0])} | ${brief(answers[1])}`);
+      if (a !== b) {
+        await expectOwnerStop(real, a, answers[0]);
+        await expectOwnerStop(real, b, answers[1]);
+        return;
+      }
+      await expecting(real.history, `two simultaneous stops of session ${a.label} (rule 7, @inferred)`, () => {
+        for (const answer of answers) expect([200, 404], `status ${answer.status}`).toContain(answer.status);
+        const charged = answers.filter((answer) => answer.status === 200 && Number(answer.body?.creditsBilled ?? 0) > 0);
+        expect(charged.length, 'charges').toBeLessThanOrEqual(a.live ? 1 : 0);
+        if (a.live) expect(answers.some((answer) => answer.status === 200), 'one of them succeeds').toBe(true);
+      });
+      if (a.live) await expectOwnerStop(real, a, answers.find((answer) => answer.status === 200 && answer.body?.sessionDurationMs !== undefined) ?? answers.find((answer) => answer.status === 200)!);
+    },
+    toString: () => `simultaneousStops(${first}, ${second})`,
+  });
+
+  // Weighted by repetition: the steps that move a session's life along come most often.
+  const index = fc.nat({ max: LABELS.length - 1 });
+  const refuser = fc.constantFrom<(typeof REFUSERS)[number]>('foreign', 'foreign', 'foreign', 'foreign', ...REFUSERS);
+  return [
+    ...Array(2).fill(fc.constant(provision)),
+    ...Array(3).fill(index.map(interact)),
+    // Every hold is longer than DURATION_TOLERANCE_MS's default, so that a clock started at the wrong step shows.
+    ...Array(4).fill(fc.integer({ min: 25, max: 35 }).map(hold)),
+    ...Array(2).fill(index.map(ownerStop)),
+    ...Array(3).fill(fc.tuple(index, refuser).map(([i, who]) => refusedStop(i, who))),
+    fc.constant(unknownStop),
+    ...Array(2).fill(fc.tuple(index, index).map(([a, b]) => simultaneousStops(a, b))),
+  ] as fc.Arbitrary<Step>[];
+}
+
+export interface Exploration {
+  seed: number;
+  runs: number;
+  histories: number;
+  requests: number;
+  /** The shrunk history that breaks the model, as printed, when one was found. */
+  counterexample?: string;
+  failure?: string;
+  /** The first charge that was not 2 credits a minute prorated by the second, with its history. */
+  unproratedCharge?: string;
+  /** Charges of live sessions' stops examined: none means the credits were not checked at all. */
+  chargesExamined: number;
+}
+
+export interface ExploreOptions {
+  api: Client;
+  sessions: Sessions;
+  identities: Identities;
+  settings: Settings;
+  seed: number;
+  runs: number;
+}
+
+/** Runs random histories until SEQUENCE_RUNS pass or one breaks the model; shrinks and describes that one. */
+export async function exploreHistories({ api, sessions, identities, settings, seed, runs }: ExploreOptions): Promise<Exploration> {
+  const budget: Budget = { left: settings.sequenceBudget, spent: 0 };
+  const steps = stepsFor(budget);
+  let histories = 0;
+  let lastFailure: { history: History; message: string } | undefined;
+  const charges: Real['charges'] = [];
+  const examined = { charges: 0 };
+  const property = fc.asyncProperty(fc.commands(steps, { maxCommands: 14 }), async (commands) => {
+    histories += 1;
+    const history = new History();
+    try {
+      // Every history begins with session A, so that no step waits for a session to act on.
+      const setup = async () => {
+        const model: Model = { sessions: [] };
+        const real: Real = { api, sessions, identities, settings, history, charges, examined };
+        if (!budget.halted && budget.left > 0) {
+          budget.left -= 1;
+          budget.spent += 1;
+          await provisionInto(model, real);
+        }
+        return { model, real };
+      };
+      await fc.asyncModelRun(setup, commands);
+    } catch (error) {
+      if (error instanceof RunError) {
+        budget.halted ??= error;
+        return;
+      }
+      lastFailure = { history, message: String((error as Error).message) };
+      throw error;
+    } finally {
+      // Every session this history created is stopped before the next one, shrinking included.
+      const problems = await sessions.cleanup(api);
+      if (problems.length) budget.halted ??= new RunError(`Could not stop ${problems.length} session(s) a history created: ${problems.join(', ')}`);
+    }
+  });
+  const details = await fc.check(property, { seed, numRuns: runs });
+  if (budget.halted && !lastFailure) throw budget.halted;
+  const exploration: Exploration = { seed, runs, histories, requests: budget.spent, chargesExamined: examined.charges };
+  if (charges.length) {
+    exploration.unproratedCharge = [`${charges[0].message}`, `in a history of ${charges[0].history.length} steps (seed ${seed}):`, ...charges[0].history.lines].join('\n');
+  }
+  if (details.failed && lastFailure) {
+    const { history, message } = lastFailure;
+    exploration.failure = message;
+    exploration.counterexample = [
+      `A history of ${history.length} steps breaks the model (seed ${seed}; replay with SEQUENCE_SEED=${seed}):`,
+      ...history.lines,
+      `Found after ${details.numRuns} histories, shrunk ${details.numShrinks} times; ${budget.spent} requests to stop and interact in all${budget.left <= 0 ? ' (SEQUENCE_BUDGET used up: shrinking stopped there)' : ''}.`,
+    ].join('\n');
+  }
+  return exploration;
+}
+
+/**
+ * The seeds of the histories (SEQUENCE_SEED, or one random seed) and how many histories each
+ * runs (SEQUENCE_RUNS): options, so that the variant matrix can set them project by project.
+ */
+export const sequenceFixtures: Fixtures<object, { sequenceSeeds: number[]; sequenceRuns: number }, object, { settings: Settings }> = {
+  sequenceSeeds: [async ({ settings }, use) => use(settings.sequenceSeeds ?? [Math.floor(Math.random() * 2 ** 31)]), { scope: 'worker', option: true }],
+  sequenceRuns: [async ({ settings }, use) => use(settings.sequenceRuns), { scope: 'worker', option: true }],
+};
