@@ -45,7 +45,7 @@ export default defineConfig({
   // Playwright starts tests in the order of their projects, then of their files: the longest
   // (billing holds, the sequences rule) go first, so that the run waits for nothing else.
   projects: [
-    { name: 'rules, longest first', testMatch: LONGEST },
+    { name: 'rules, longest first', testMatch: LONGEST, workers: 4 },
     { name: 'rules', testIgnore: LONGEST },
   ],
 });

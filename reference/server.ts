@@ -189,6 +189,80 @@ function logWhenFinished(req: http.IncomingMessage, res: http.ServerResponse, lo
   });
 }
 
+function readBody(req: http.IncomingMessage): Promise<Buffer | 'too large'> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+    });
+    req.on('end', () => resolve(size > MAX_BODY_BYTES ? 'too large' : Buffer.concat(chunks)));
+    req.on('error', () => resolve('too large'));
+  });
+}
+
+/** Route, method, body size, authentication and rate limit, in the hosted service's order; then the operation. */
+function route(behaviour: Behaviour, logging: boolean, req: http.IncomingMessage, raw: Buffer | 'too large', res: http.ServerResponse): Reply {
+  const url = req.url ?? '/';
+  const query = url.indexOf('?');
+  const pathname = query < 0 ? url : url.slice(0, query);
+  const interact = INTERACT_PATH.exec(pathname);
+  const allowed = pathname === '/v2/scrape' ? 'POST' : interact ? 'POST, DELETE' : undefined;
+  if (!allowed) return behaviour.error(404, 'Not found.');
+  if (req.method !== 'POST' && (req.method !== 'DELETE' || !interact)) return behaviour.error(405, 'Method not allowed.', { Allow: allowed });
+  if (raw === 'too large') return behaviour.error(413, 'Request body too large.');
+
+  const authorization = req.headers.authorization;
+  const team = behaviour.authenticate(authorization);
+  // As in the hosted service, scrape has its own limiter and interact and stop share one.
+  const decision = behaviour.limit(team ? limiterKey(team, interact ? 'interact' : 'scrape') : `addr:${req.socket.remoteAddress}`);
+  if (!decision.allowed) {
+    return behaviour.error(429, `Rate limit exceeded, retry after ${decision.retryAfterSeconds}s.`, { 'Retry-After': String(decision.retryAfterSeconds) });
+  }
+  if (!team) {
+    if (authorization === undefined) return behaviour.error(401, 'Unauthorized');
+    return behaviour.error(401, bearerToken(authorization) === undefined ? 'Unauthorized: Token missing' : 'Unauthorized: Invalid token');
+  }
+  if (logging) teamOf.set(res, team.id);
+  return operate(behaviour, team, req.method!, interact?.[1], raw);
+}
+
+/** The operation itself, once the caller is known: scrape, interact or stop. */
+function operate(behaviour: Behaviour, team: Team, method: string, rawJobId: string | undefined, raw: Buffer): Reply {
+  let body: unknown;
+  if (method === 'POST') {
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      return behaviour.error(400, 'Body must be valid JSON.');
+    }
+  }
+  if (rawJobId === undefined) return behaviour.scrape(team, body);
+  let jobId = rawJobId;
+  if (jobId.includes('%')) {
+    try {
+      jobId = decodeURIComponent(jobId);
+    } catch {
+      jobId = '';
+    }
+  }
+  if (!UUID.test(jobId)) return behaviour.error(400, 'Invalid job ID format. Job ID must be a valid UUID.');
+  jobId = jobId.toLowerCase();
+  return method === 'POST' ? behaviour.interact(team, jobId, body) : behaviour.stop(team, jobId);
+}
+
+/** A request Node's parser refused (headers too large, bad syntax): a JSON error all the same. */
+function answerClientError(error: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
+  if (!socket.writable) return void socket.destroy();
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const payload = JSON.stringify({ success: false, error: status === 431 ? 'Request headers too large.' : 'Bad request.' });
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
+  );
+}
+
 export async function createReferenceServer(options: ReferenceOptions = {}): Promise<ReferenceServer> {
   const state: ReferenceState = {
     teams: options.teams ?? loadTeams(),
@@ -201,11 +275,12 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
   const behaviour = {} as Behaviour;
   const base = referenceBehaviour(behaviour, state, options.rateLimit ?? rateLimitFromEnv());
   Object.assign(behaviour, base, options.behaviour?.(base, state));
+  const logging = Boolean(options.log);
 
   const answer = (req: http.IncomingMessage, res: http.ServerResponse, raw: Buffer | 'too large') => {
     let reply: Reply;
     try {
-      reply = route(req, raw, res);
+      reply = route(behaviour, logging, req, raw, res);
     } catch {
       reply = behaviour.error(500, 'Internal error.');
     }
@@ -218,77 +293,7 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
     if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined) answer(req, res, EMPTY);
     else readBody(req).then((raw) => answer(req, res, raw));
   });
-
-  function readBody(req: http.IncomingMessage): Promise<Buffer | 'too large'> {
-    return new Promise((resolve) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      req.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-      });
-      req.on('end', () => resolve(size > MAX_BODY_BYTES ? 'too large' : Buffer.concat(chunks)));
-      req.on('error', () => resolve('too large'));
-    });
-  }
-
-  function route(req: http.IncomingMessage, raw: Buffer | 'too large', res: http.ServerResponse): Reply {
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
-    const pathname = query < 0 ? url : url.slice(0, query);
-    const interact = INTERACT_PATH.exec(pathname);
-    const allowed = pathname === '/v2/scrape' ? 'POST' : interact ? 'POST, DELETE' : undefined;
-    if (!allowed) return behaviour.error(404, 'Not found.');
-    if (req.method !== 'POST' && (req.method !== 'DELETE' || !interact)) return behaviour.error(405, 'Method not allowed.', { Allow: allowed });
-    if (raw === 'too large') return behaviour.error(413, 'Request body too large.');
-
-    const authorization = req.headers.authorization;
-    const team = behaviour.authenticate(authorization);
-    // As in the hosted service, scrape has its own limiter and interact and stop share one.
-    const decision = behaviour.limit(team ? limiterKey(team, interact ? 'interact' : 'scrape') : `addr:${req.socket.remoteAddress}`);
-    if (!decision.allowed) {
-      return behaviour.error(429, `Rate limit exceeded, retry after ${decision.retryAfterSeconds}s.`, {
-        'Retry-After': String(decision.retryAfterSeconds),
-      });
-    }
-    if (!team) {
-      if (authorization === undefined) return behaviour.error(401, 'Unauthorized');
-      return behaviour.error(401, bearerToken(authorization) === undefined ? 'Unauthorized: Token missing' : 'Unauthorized: Invalid token');
-    }
-    if (options.log) teamOf.set(res, team.id);
-
-    let body: unknown;
-    if (req.method === 'POST') {
-      try {
-        body = JSON.parse(raw.toString('utf8'));
-      } catch {
-        return behaviour.error(400, 'Body must be valid JSON.');
-      }
-    }
-    if (!interact) return behaviour.scrape(team, body);
-
-    let jobId = interact[1];
-    if (jobId.includes('%')) {
-      try {
-        jobId = decodeURIComponent(jobId);
-      } catch {
-        jobId = '';
-      }
-    }
-    if (!UUID.test(jobId)) return behaviour.error(400, 'Invalid job ID format. Job ID must be a valid UUID.');
-    jobId = jobId.toLowerCase();
-    return req.method === 'POST' ? behaviour.interact(team, jobId, body) : behaviour.stop(team, jobId);
-  }
-
-  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable) return socket.destroy();
-    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-    const payload = JSON.stringify({ success: false, error: status === 431 ? 'Request headers too large.' : 'Bad request.' });
-    socket.end(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
-        `Content-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`,
-    );
-  });
+  server.on('clientError', answerClientError);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

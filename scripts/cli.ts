@@ -55,22 +55,22 @@ function settingsWith(env: Record<string, string | undefined>): Settings {
   return loadSettings();
 }
 
+const RUN_OPTIONS = {
+  'base-url': { type: 'string' },
+  'known-deviations': { type: 'string' },
+  strict: { type: 'boolean' },
+  reports: { type: 'string' },
+  grep: { type: 'string' },
+  'grep-invert': { type: 'string' },
+  shard: { type: 'string' },
+  rule: { type: 'string', multiple: true },
+  'skip-rule': { type: 'string', multiple: true },
+} as const;
+
+type RunValues = ReturnType<typeof parseArgs<{ options: typeof RUN_OPTIONS; allowPositionals: true }>>['values'];
+
 async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      'base-url': { type: 'string' },
-      'known-deviations': { type: 'string' },
-      strict: { type: 'boolean' },
-      reports: { type: 'string' },
-      grep: { type: 'string' },
-      'grep-invert': { type: 'string' },
-      shard: { type: 'string' },
-      rule: { type: 'string', multiple: true },
-      'skip-rule': { type: 'string', multiple: true },
-    },
-  });
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: RUN_OPTIONS });
   const unknownRules = [...(values.rule ?? []), ...(values['skip-rule'] ?? [])].filter((id) => !RULE_IDS.includes(id as RuleId));
   if (unknownRules.length) return configurationError(`no rule has the id ${unknownRules.join(', ')}; the rules are ${RULE_IDS.join(', ')}`);
   if (values.shard && !/^\d+\/\d+$/.test(values.shard)) return configurationError(`--shard must look like 1/3 (got "${values.shard}")`);
@@ -88,12 +88,17 @@ async function run(argv: string[]): Promise<number> {
   }
   process.env.REPORTS_DIR = settings.reportsDir;
   if (settings.knownDeviationsFile) process.env.KNOWN_DEVIATIONS = settings.knownDeviationsFile;
-
   for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json']) {
     rmSync(path.join(settings.reportsDir, stale), { recursive: true, force: true });
   }
-  const selected = values.rule?.length ? (values.rule as RuleId[]) : values['skip-rule']?.length ? RULE_IDS.filter((id) => !values['skip-rule']!.includes(id)) : [];
-  const playwrightArgs = [
+  const signalled = await runPlaywright(playwrightArguments(values, positionals), settings);
+  return finish(settings, signalled);
+}
+
+function playwrightArguments(values: RunValues, positionals: string[]): string[] {
+  const skipped = values['skip-rule'] ?? [];
+  const selected = values.rule?.length ? (values.rule as RuleId[]) : skipped.length ? RULE_IDS.filter((id) => !skipped.includes(id)) : [];
+  return [
     require.resolve('@playwright/test/cli'),
     'test',
     '-c',
@@ -104,8 +109,10 @@ async function run(argv: string[]): Promise<number> {
     ...selected.map((id) => path.join(ROOT, 'tests', RULES[id].file)),
     ...positionals,
   ];
-  const signalled = await runPlaywright(playwrightArgs, settings);
+}
 
+/** After Playwright: stops what the run left, builds the Allure report, and returns the exit code. */
+async function finish(settings: Settings, signalled: NodeJS.Signals | undefined): Promise<number> {
   const leftOpen = await stopOpenSessions(new Ledger(ledgerFile(settings.reportsDir)), settings, (entry) => !entry.embedded);
   if (leftOpen.stopped.length) console.log(`Stopped ${leftOpen.stopped.length} session(s) the run left:\n  ${leftOpen.stopped.join('\n  ')}`);
   if (leftOpen.failed.length) console.error(`Could not stop ${leftOpen.failed.length} session(s):\n  ${leftOpen.failed.join('\n  ')}\nRun \`${NAME} cleanup\` to try again.`);
@@ -113,7 +120,7 @@ async function run(argv: string[]): Promise<number> {
   const summaryFile = path.join(settings.reportsDir, 'conformance-summary.json');
   if (!existsSync(summaryFile)) {
     console.error(signalled ? `The run was stopped by ${signalled} before it wrote a verdict.` : 'The run ended without a conformance summary: see the errors above.');
-    return 2;
+    return EXIT_CODES.error;
   }
   const summary = JSON.parse(readFileSync(summaryFile, 'utf8')) as Summary;
   if (existsSync(path.join(settings.reportsDir, 'allure-results'))) {
@@ -208,7 +215,7 @@ async function reference(argv: string[]): Promise<number> {
   const { createReferenceServer } = await import('../reference/server');
   const port = Number(values.port ?? process.env.PORT ?? 3002);
   const server = await createReferenceServer({ port, log: (line) => console.log(`${new Date().toISOString()} ${line}`) });
-  console.log(`Reference server listening on ${server.url} (teams and keys: fixtures/teams.json)`);
+  console.log(`Reference server listening on ${server.url} (teams and keys: the kit's fixtures/teams.json)`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);

@@ -13,7 +13,7 @@ import { spec } from '../support/rules';
  */
 const holds = [
   { name: 'long', index: 2, gap: false, interacts: 3 },
-  { name: 'medium', index: 1, gap: true, interacts: 1 },
+  { name: 'medium', index: 1, gap: false, interacts: 1 },
   { name: 'short', index: 0, gap: true, interacts: 1 },
 ] as const;
 

@@ -203,71 +203,74 @@ export interface ClientOptions {
 
 export type Client = ReturnType<typeof createClient>;
 
-export function createClient({ target, settings, attach, ledger }: ClientOptions) {
+export function createClient(options: ClientOptions) {
+  const { target, settings } = options;
   const controller = new AbortController();
   const { signal } = controller;
   // The burst has hundreds of requests in flight on one signal.
   setMaxListeners(0, signal);
-  async function sendOnce({ method, path, as, data }: SendOptions, attempts: number): Promise<Answer> {
-    const headers: Record<string, string> = as.authorization === undefined ? {} : { authorization: as.authorization };
-    let raw: RawAnswer;
-    try {
-      raw = await exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal });
-    } catch (error) {
-      const reason = error instanceof RunError ? error.message : (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-      throw new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);
-    }
-    const text = redact(raw.body.toString('utf8'));
-    let body: JsonBody;
-    try {
-      const parsed = JSON.parse(text);
-      body = parsed !== null && typeof parsed === 'object' ? parsed : undefined;
-    } catch {
-      body = undefined;
-    }
-    return { method, path, status: raw.status, headers: redactHeaders(raw.headers), text, body, sentAt: raw.sentAt, receivedAt: raw.receivedAt, attempts };
-  }
-
-  async function record(answer: Answer, options: SendOptions): Promise<void> {
-    const jobId = JOB_OF_PATH.exec(answer.path)?.[1];
-    if (ledger && jobId && options.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
-      ledger.ended({ target: target.baseURL, jobId, identity: options.as.name, status: answer.status });
-    }
-    if (attach && options.attach !== false) await attach(`${answer.method} ${answer.path} as ${options.as.name} → ${answer.status}`, describe(answer, options));
-  }
-
   return {
     target,
     backoffBudgetMs: settings.backoffBudgetMs,
     /** Aborted by `cancel`: the client's requests and back-off waits end at once. */
     signal,
     cancel: () => controller.abort(),
-    async send(options: SendOptions): Promise<Answer> {
-      const on429 = options.on429 ?? 'retry';
+    async send(request: SendOptions): Promise<Answer> {
+      const on429 = request.on429 ?? 'retry';
       const deadline = performance.now() + settings.backoffBudgetMs;
       for (let attempts = 1; ; attempts++) {
-        const answer = await sendOnce(options, attempts);
+        const answer = await sendOnce(options, signal, request, attempts);
         if (answer.status === 429 && on429 !== 'once') {
           const wait = retryDelayMs(attempts, answer.headers['retry-after']);
           if (performance.now() + wait <= deadline) {
             await sleep(wait, undefined, { signal }).catch(() => {
-              throw new RunError(`${options.method} ${options.path} as ${options.as.name}: cancelled while backing off after 429, its test had ended`);
+              throw new RunError(`${request.method} ${request.path} as ${request.as.name}: cancelled while backing off after 429, its test had ended`);
             });
             continue;
           }
           if (on429 === 'retry') {
-            await record(answer, options);
+            await record(options, answer, request);
             throw new RunError(
-              `${options.method} ${options.path} as ${options.as.name} still answered 429 after ${attempts} attempts: the back-off budget ` +
+              `${request.method} ${request.path} as ${request.as.name} still answered 429 after ${attempts} attempts: the back-off budget ` +
                 `(BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) is used up. Raise it, or run fewer workers against this target.`,
             );
           }
         }
-        await record(answer, options);
+        await record(options, answer, request);
         return answer;
       }
     },
   };
+}
+
+/** One attempt: the exchange, its failure as an error of the run, the answer redacted and parsed. */
+async function sendOnce({ target, settings }: ClientOptions, signal: AbortSignal, { method, path, as, data }: SendOptions, attempts: number): Promise<Answer> {
+  const headers: Record<string, string> = as.authorization === undefined ? {} : { authorization: as.authorization };
+  let raw: RawAnswer;
+  try {
+    raw = await exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal });
+  } catch (error) {
+    const reason = error instanceof RunError ? error.message : (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);
+  }
+  const text = redact(raw.body.toString('utf8'));
+  let body: JsonBody;
+  try {
+    const parsed = JSON.parse(text);
+    body = parsed !== null && typeof parsed === 'object' ? parsed : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { method, path, status: raw.status, headers: redactHeaders(raw.headers), text, body, sentAt: raw.sentAt, receivedAt: raw.receivedAt, attempts };
+}
+
+/** The owner's stop that ended a session goes in the ledger; the exchange goes in the report. */
+async function record({ target, ledger, attach }: ClientOptions, answer: Answer, request: SendOptions): Promise<void> {
+  const jobId = JOB_OF_PATH.exec(answer.path)?.[1];
+  if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
+    ledger.ended({ target: target.baseURL, jobId, identity: request.as.name, status: answer.status });
+  }
+  if (attach && request.attach !== false) await attach(`${answer.method} ${answer.path} as ${request.as.name} → ${answer.status}`, describe(answer, request));
 }
 
 /** The attachment of one exchange: request (credential redacted), answer, timing; cut past the limit. */

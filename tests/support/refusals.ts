@@ -14,8 +14,8 @@ import type { Settings } from './settings';
 import type { Identity } from './target';
 
 /** Both large against DURATION_TOLERANCE_MS: a clock restarted or a session ended at the refusal is off by at least this much. */
-export const HOLD_BEFORE_REFUSAL_MS = 200;
-export const HOLD_AFTER_REFUSAL_MS = 200;
+export const HOLD_BEFORE_REFUSAL_MS = 100;
+export const HOLD_AFTER_REFUSAL_MS = 100;
 
 /** The fields of a stop result: a refusal must never carry them. */
 const STOP_RESULT_FIELDS = ['sessionDurationMs', 'creditsBilled'];

@@ -2,24 +2,35 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect as baseExpect } from '@playwright/test';
-import Ajv2020 from 'ajv/dist/2020';
-import addFormats from 'ajv-formats';
+import type Ajv2020 from 'ajv/dist/2020';
 import { redact } from './redact';
 
 export const SCHEMA_DIR = path.join(__dirname, '..', '..', 'schemas');
 
-export const ajv = new Ajv2020({ allErrors: true, strict: true });
-addFormats(ajv);
-// Compiled on first use (npm test compiles every schema): the test runner only lists tests and
-// never validates, so it does not pay for compiling them.
-for (const file of readdirSync(SCHEMA_DIR).filter((name) => name.endsWith('.json'))) {
-  ajv.addSchema(JSON.parse(readFileSync(path.join(SCHEMA_DIR, file), 'utf8')));
+let loaded: Ajv2020 | undefined;
+
+/**
+ * The schemas, loaded on first use and each compiled on its first validation (npm test compiles
+ * every one): the runner only lists tests, and a worker that never validates never pays for ajv.
+ */
+export function schemas(): Ajv2020 {
+  if (loaded) return loaded;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { default: Ajv } = require('ajv/dist/2020') as typeof import('ajv/dist/2020');
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { default: addFormats } = require('ajv-formats') as typeof import('ajv-formats');
+  loaded = new Ajv({ allErrors: true, strict: true });
+  addFormats(loaded);
+  for (const file of readdirSync(SCHEMA_DIR).filter((name) => name.endsWith('.json'))) {
+    loaded.addSchema(JSON.parse(readFileSync(path.join(SCHEMA_DIR, file), 'utf8')));
+  }
+  return loaded;
 }
 
 export type SchemaName = 'stop-result' | 'error' | 'scrape-result' | 'interact-result';
 
 export function schemaErrors(body: unknown, name: SchemaName): string[] {
-  const validate = ajv.getSchema(`${name}.json`);
+  const validate = schemas().getSchema(`${name}.json`);
   if (!validate) throw new Error(`No schema named ${name} in schemas/`);
   if (validate(body)) return [];
   return (validate.errors ?? []).map((error) => `${error.instancePath || '(root)'} ${error.message}${error.params && 'allowedValue' in error.params ? ` (${JSON.stringify(error.params.allowedValue)})` : ''}`);

@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Fixtures } from '@playwright/test';
-import fc from 'fast-check';
+import type * as FastCheck from 'fast-check';
 import { expectCreditsFor, expectDurationWithin, type Interval } from './billing';
 import { interactPath, type Answer, type Client } from './client';
 import { expectRefusal, expectRevealsNothing } from './refusals';
@@ -35,12 +35,23 @@ interface Model {
   sessions: SessionModel[];
 }
 
-/** Requests to the rate-limited endpoints (stop and interact) left to all histories, shrinking included. */
-interface Budget {
-  left: number;
-  spent: number;
+/** Requests to the rate-limited endpoints (stop and interact) a search may send, shrinking included. */
+class Budget {
+  spent = 0;
   /** An error of the run ends the search: no further history sends anything. */
   halted?: RunError;
+
+  constructor(public left: number) {}
+
+  /** Whether `requests` more are allowed; never once the search was halted. */
+  affords(requests: number): boolean {
+    return !this.halted && this.left >= requests;
+  }
+
+  spend(requests: number): void {
+    this.left -= requests;
+    this.spent += requests;
+  }
 }
 
 interface Real {
@@ -55,9 +66,10 @@ interface Real {
   examined: { charges: number };
 }
 
-type Step = fc.AsyncCommand<Model, Real>;
+type Step = FastCheck.AsyncCommand<Model, Real>;
 
 const REFUSERS = ['foreign', 'noKey', 'unknownKey', 'keyCaseChanged', 'keyExtended', 'keyTruncated'] as const satisfies readonly IdentityName[];
+type Refuser = (typeof REFUSERS)[number];
 const LABELS = ['A', 'B', 'C'];
 
 /** One history, written as the user reads it: each step, its answers, and where the model disagreed. */
@@ -71,8 +83,8 @@ class History {
     this.lines.push(`${String(this.steps).padStart(2)}. [+${Math.round(performance.now() - this.started)} ms] ${text}`);
   }
 
-  disagree(message: string): void {
-    this.lines.push(`    ✗ ${message}`);
+  note(text: string): void {
+    this.lines.push(`    ${text}`);
   }
 
   get length(): number {
@@ -81,19 +93,30 @@ class History {
 }
 
 const brief = (answer: Answer) => `${answer.status} ${answer.text.replace(/\s+/g, ' ').slice(0, 140)}`;
+const describeSession = (session: SessionModel) => `${session.live ? 'live' : 'stopped'} session ${session.label}`;
+
+/** The first line of an assertion's message, with its Expected and Received lines. */
+function disagreement(error: unknown): string {
+  const lines = String((error as Error).message).replace(/\u001b\[[0-9;]*m/g, '').split('\n').map((line) => line.trim()).filter(Boolean);
+  return [lines[0]?.replace(/^Error: /, ''), ...lines.filter((line) => /^(Expected|Received)/.test(line))].join('; ');
+}
 
 /** Runs the model's expectations of one step; a disagreement goes into the history, then fails the history. */
 async function expecting(history: History, rule: string, expectations: () => void): Promise<void> {
   try {
     expectations();
   } catch (error) {
-    const lines = String((error as Error).message).replace(/\u001b\[[0-9;]*m/g, '').split('\n').map((line) => line.trim()).filter(Boolean);
-    const detail = [lines[0]?.replace(/^Error: /, ''), ...lines.filter((line) => /^(Expected|Received)/.test(line))].join('; ');
-    const message = `${rule}: ${detail}`;
-    history.disagree(message);
+    const message = `${rule}: ${disagreement(error)}`;
+    history.note(`✗ ${message}`);
     throw new Error(message);
   }
 }
+
+/** Steps name a session by a number, taken modulo the sessions that exist, so that no step is wasted. */
+const pick = (model: Model, index: number) => model.sessions[index % model.sessions.length];
+
+const stop = (real: Real, session: SessionModel, who: IdentityName = 'owner') =>
+  real.api.send({ method: 'DELETE', path: interactPath(session.jobId), as: real.identities[who], attach: false });
 
 /** Provisions a session and adds it to the model as live, begun within its interact call. */
 async function provisionInto(model: Model, real: Real): Promise<void> {
@@ -103,58 +126,49 @@ async function provisionInto(model: Model, real: Real): Promise<void> {
   real.history.step(`provision session ${label} → scrape ${session.scrape.status}, interact ${brief(session.created)}`);
 }
 
-function stepsFor(budget: Budget) {
-  /** Whether the budget allows `requests` more; never once the search was halted. */
-  const affords = (requests: number) => !budget.halted && budget.left >= requests;
-  const spend = (requests: number) => {
-    budget.left -= requests;
-    budget.spent += requests;
-  };
-  /** Steps name a session by a number, taken modulo the sessions that exist, so that no step is wasted. */
-  const has = (model: Readonly<Model>) => model.sessions.length > 0;
-  const pick = (model: Model, index: number) => model.sessions[index % model.sessions.length];
-  const stop = (real: Real, session: SessionModel, who: IdentityName = 'owner') =>
-    real.api.send({ method: 'DELETE', path: interactPath(session.jobId), as: real.identities[who], attach: false });
+/** What the model expects of the owner's stop of a session, live or stopped; a live one then is stopped. */
+async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer): Promise<void> {
+  if (!session.live) {
+    await expecting(real.history, `a stop of stopped session ${session.label} (rule 7, @inferred)`, () => {
+      expect([200, 404], `status ${answer.status}`).toContain(answer.status);
+      if (answer.status === 200) expect(answer.body?.creditsBilled ?? 0, 'a stopped session is never charged again').toBe(0);
+    });
+    return;
+  }
+  const interval: Interval = { lo: answer.sentAt - session.began.hi, hi: answer.receivedAt - session.began.lo };
+  await expecting(real.history, `a stop of live session ${session.label} by its owner (rules 1-2, @must)`, () => {
+    expect(answer.status, 'status').toBe(200);
+    expect(answer.body).toMatchSchema('stop-result');
+    expectDurationWithin(answer.body, interval, real.settings);
+  });
+  session.live = false;
+  if (answer.body?.creditsBilled === undefined) return;
+  real.examined.charges += 1;
+  try {
+    expectCreditsFor(answer.body, interval, real.settings);
+  } catch (error) {
+    const message = disagreement(error);
+    real.history.note(`✗ (credits, rule 2, @must) ${message}`);
+    real.charges.push({ history: real.history, message });
+  }
+}
 
-  const expectOwnerStop = async (real: Real, session: SessionModel, answer: Answer) => {
-    if (session.live) {
-      const interval: Interval = { lo: answer.sentAt - session.began.hi, hi: answer.receivedAt - session.began.lo };
-      await expecting(real.history, `a stop of live session ${session.label} by its owner (rules 1-2, @must)`, () => {
-        expect(answer.status, 'status').toBe(200);
-        expect(answer.body).toMatchSchema('stop-result');
-        expectDurationWithin(answer.body, interval, real.settings);
-      });
-      session.live = false;
-      if (answer.body?.creditsBilled === undefined) return;
-      real.examined.charges += 1;
-      try {
-        expectCreditsFor(answer.body, interval, real.settings);
-      } catch (error) {
-        const message = String((error as Error).message).replace(/\u001b\[[0-9;]*m/g, '').split('\n')[0].replace(/^Error: /, '');
-        real.history.lines.push(`    ✗ (credits, rule 2, @must) ${message}`);
-        real.charges.push({ history: real.history, message });
-      }
-    } else {
-      await expecting(real.history, `a stop of stopped session ${session.label} (rule 7, @inferred)`, () => {
-        expect([200, 404], `status ${answer.status}`).toContain(answer.status);
-        if (answer.status === 200) expect(answer.body?.creditsBilled ?? 0, 'a stopped session is never charged again').toBe(0);
-      });
-    }
-  };
-
-  const provision: Step = {
-    check: (model) => model.sessions.length < LABELS.length && affords(1),
-    run: (model, real) => (spend(1), provisionInto(model, real)),
+function provisionStep(budget: Budget): Step {
+  return {
+    check: (model) => model.sessions.length < LABELS.length && budget.affords(1),
+    run: (model, real) => (budget.spend(1), provisionInto(model, real)),
     toString: () => 'provision',
   };
+}
 
-  const interact = (index: number): Step => ({
-    check: (model) => has(model) && affords(1),
+function interactStep(budget: Budget, index: number): Step {
+  return {
+    check: (model) => model.sessions.length > 0 && budget.affords(1),
     async run(model, real) {
-      spend(1);
+      budget.spend(1);
       const session = pick(model, index);
       const answer = await real.sessions.interact({ jobId: session.jobId }, { quiet: true });
-      real.history.step(`interact on ${session.live ? 'live' : 'stopped'} session ${session.label} → ${brief(answer)}`);
+      real.history.step(`interact on ${describeSession(session)} → ${brief(answer)}`);
       if (session.live) {
         await expecting(real.history, `an interact on live session ${session.label} (provisioning flow)`, () => {
           expect(answer.status, 'status').toBe(200);
@@ -164,7 +178,7 @@ function stepsFor(budget: Budget) {
         // Allowed: a new session with its own clock. What follows must agree.
         session.live = true;
         session.began = { lo: answer.sentAt, hi: answer.receivedAt };
-        real.history.lines.push(`    (a new session ${session.label} begins with this interact)`);
+        real.history.note(`(a new session ${session.label} begins with this interact)`);
       } else {
         await expecting(real.history, `an interact on stopped session ${session.label} is refused or begins a new session`, () => {
           expect(answer.status, 'status').toBeGreaterThanOrEqual(400);
@@ -173,49 +187,57 @@ function stepsFor(budget: Budget) {
       }
     },
     toString: () => `interact(${index})`,
-  });
+  };
+}
 
-  const hold = (ms: number): Step => ({
+function holdStep(budget: Budget, ms: number): Step {
+  return {
     check: () => !budget.halted,
     async run(_model, real) {
       await sleep(ms, undefined, { signal: real.api.signal });
       real.history.step(`hold ${ms} ms`);
     },
     toString: () => `hold(${ms})`,
-  });
+  };
+}
 
-  const ownerStop = (index: number): Step => ({
-    check: (model) => has(model) && affords(1),
+function ownerStopStep(budget: Budget, index: number): Step {
+  return {
+    check: (model) => model.sessions.length > 0 && budget.affords(1),
     async run(model, real) {
-      spend(1);
+      budget.spend(1);
       const session = pick(model, index);
       const answer = await stop(real, session);
-      real.history.step(`owner stops ${session.live ? 'live' : 'stopped'} session ${session.label} → ${brief(answer)}`);
+      real.history.step(`owner stops ${describeSession(session)} → ${brief(answer)}`);
       await expectOwnerStop(real, session, answer);
     },
     toString: () => `ownerStop(${index})`,
-  });
+  };
+}
 
-  const refusedStop = (index: number, who: (typeof REFUSERS)[number]): Step => ({
-    check: (model) => has(model) && affords(1),
+function refusedStopStep(budget: Budget, index: number, who: Refuser): Step {
+  return {
+    check: (model) => model.sessions.length > 0 && budget.affords(1),
     async run(model, real) {
       const session = pick(model, index);
       if (!real.identities[who].authorization && who === 'keyCaseChanged') return;
-      spend(1);
+      budget.spend(1);
       const answer = await stop(real, session, who);
-      real.history.step(`${real.identities[who].name} stops ${session.live ? 'live' : 'stopped'} session ${session.label} → ${brief(answer)}`);
+      real.history.step(`${real.identities[who].name} stops ${describeSession(session)} → ${brief(answer)}`);
       await expecting(real.history, `a stop by ${real.identities[who].name} is refused and reveals nothing (rules 3, 5, 7)`, () => {
         expectRefusal(answer, who === 'foreign' && session.live ? 403 : undefined);
         expectRevealsNothing(answer, real.identities.ownerTeam);
       });
     },
     toString: () => `refusedStop(${index}, ${who})`,
-  });
+  };
+}
 
-  const unknownStop: Step = {
-    check: () => affords(1),
+function unknownStopStep(budget: Budget): Step {
+  return {
+    check: () => budget.affords(1),
     async run(_model, real) {
-      spend(1);
+      budget.spend(1);
       const answer = await real.api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: real.identities.owner, attach: false });
       real.history.step(`owner stops a job that never existed → ${brief(answer)}`);
       await expecting(real.history, 'a stop of a job with no session (rule 4, @must)', () => {
@@ -225,18 +247,19 @@ function stepsFor(budget: Budget) {
     },
     toString: () => 'unknownStop',
   };
+}
 
-  const simultaneousStops = (first: number, second: number): Step => ({
-    check: (model) => has(model) && affords(2),
+function simultaneousStopsStep(budget: Budget, first: number, second: number): Step {
+  return {
+    check: (model) => model.sessions.length > 0 && budget.affords(2),
     async run(model, real) {
-      spend(2);
+      budget.spend(2);
       // Two different sessions whenever there are two: the same one twice is a rule of its own (rule 7).
       const a = pick(model, first);
       const others = model.sessions.filter((session) => session !== a);
       const b = others.length ? others[second % others.length] : a;
-      const describe = (session: SessionModel) => `${session.live ? 'live' : 'stopped'} session ${session.label}`;
       const answers = await Promise.all([stop(real, a), stop(real, b)]);
-      real.history.step(`owner stops ${describe(a)} and ${describe(b)} at once → ${brief(answers[0])} | ${brief(answers[1])}`);
+      real.history.step(`owner stops ${describeSession(a)} and ${describeSession(b)} at once → ${brief(answers[0])} | ${brief(answers[1])}`);
       if (a !== b) {
         await expectOwnerStop(real, a, answers[0]);
         await expectOwnerStop(real, b, answers[1]);
@@ -251,21 +274,27 @@ function stepsFor(budget: Budget) {
       if (a.live) await expectOwnerStop(real, a, answers.find((answer) => answer.status === 200 && answer.body?.sessionDurationMs !== undefined) ?? answers.find((answer) => answer.status === 200)!);
     },
     toString: () => `simultaneousStops(${first}, ${second})`,
-  });
+  };
+}
 
-  // Weighted by repetition: the steps that move a session's life along come most often.
+/**
+ * The steps a history is made of, as fast-check arbitraries, weighted by repetition: the steps
+ * that move a session's life along come most often.
+ */
+function stepsFor(fc: typeof FastCheck, budget: Budget): FastCheck.Arbitrary<Step>[] {
   const index = fc.nat({ max: LABELS.length - 1 });
-  const refuser = fc.constantFrom<(typeof REFUSERS)[number]>('foreign', 'foreign', 'foreign', 'foreign', ...REFUSERS);
+  const refuser = fc.constantFrom<Refuser>('foreign', 'foreign', 'foreign', 'foreign', ...REFUSERS);
+  const times = <T>(n: number, arbitrary: FastCheck.Arbitrary<T>) => Array<FastCheck.Arbitrary<T>>(n).fill(arbitrary);
   return [
-    ...Array(2).fill(fc.constant(provision)),
-    ...Array(3).fill(index.map(interact)),
+    ...times(2, fc.constant(provisionStep(budget))),
+    ...times(3, index.map((i) => interactStep(budget, i))),
     // Every hold is longer than DURATION_TOLERANCE_MS's default, so that a clock started at the wrong step shows.
-    ...Array(4).fill(fc.integer({ min: 25, max: 35 }).map(hold)),
-    ...Array(2).fill(index.map(ownerStop)),
-    ...Array(3).fill(fc.tuple(index, refuser).map(([i, who]) => refusedStop(i, who))),
-    fc.constant(unknownStop),
-    ...Array(2).fill(fc.tuple(index, index).map(([a, b]) => simultaneousStops(a, b))),
-  ] as fc.Arbitrary<Step>[];
+    ...times(4, fc.integer({ min: 25, max: 35 }).map((ms) => holdStep(budget, ms))),
+    ...times(2, index.map((i) => ownerStopStep(budget, i))),
+    ...times(3, fc.tuple(index, refuser).map(([i, who]) => refusedStopStep(budget, i, who))),
+    fc.constant(unknownStopStep(budget)),
+    ...times(2, fc.tuple(index, index).map(([a, b]) => simultaneousStopsStep(budget, a, b))),
+  ];
 }
 
 export interface Exploration {
@@ -293,8 +322,10 @@ export interface ExploreOptions {
 
 /** Runs random histories until SEQUENCE_RUNS pass or one breaks the model; shrinks and describes that one. */
 export async function exploreHistories({ api, sessions, identities, settings, seed, runs }: ExploreOptions): Promise<Exploration> {
-  const budget: Budget = { left: settings.sequenceBudget, spent: 0 };
-  const steps = stepsFor(budget);
+  // Loaded here, not with the module: only the worker that runs this rule needs it.
+  const fc = await import('fast-check');
+  const budget = new Budget(settings.sequenceBudget);
+  const steps = stepsFor(fc, budget);
   let histories = 0;
   let lastFailure: { history: History; message: string } | undefined;
   const charges: Real['charges'] = [];
@@ -307,9 +338,8 @@ export async function exploreHistories({ api, sessions, identities, settings, se
       const setup = async () => {
         const model: Model = { sessions: [] };
         const real: Real = { api, sessions, identities, settings, history, charges, examined };
-        if (!budget.halted && budget.left > 0) {
-          budget.left -= 1;
-          budget.spent += 1;
+        if (budget.affords(1)) {
+          budget.spend(1);
           await provisionInto(model, real);
         }
         return { model, real };

@@ -44,74 +44,83 @@ export interface SessionsOptions {
   signal?: AbortSignal;
 }
 
-export function createSessions({ api, identities, settings, ledger, testId, signal }: SessionsOptions) {
-  const created: string[] = [];
-  const inFlight = new Set<Promise<unknown>>();
-  const { owner } = identities;
+/** The sessions of one test (or one history of the sequences rule): provisioned, used, and stopped afterwards. */
+export class Sessions {
+  /** Every job a session may have followed, in the order created. */
+  private readonly created: string[] = [];
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(private readonly options: SessionsOptions) {}
+
+  private get owner(): Identity {
+    return this.options.identities.owner;
+  }
+
+  /** Provisions a session; teardown waits for it even when the test was abandoned mid-way. */
+  provision(options?: ProvisionOptions): Promise<Session> {
+    const promise = this.provisionNow(options);
+    this.inFlight.add(promise);
+    return promise.finally(() => this.inFlight.delete(promise));
+  }
+
+  /** A scrape job that never gets a session. */
+  jobWithoutSession(): Promise<{ jobId: string; scrape: Answer }> {
+    return this.scrape(false);
+  }
+
+  /**
+   * Another interact call on a session, as real clients make between creating and stopping it.
+   * On a session an owner's stop had ended, a 200 may begin a new one: the ledger opens it again.
+   */
+  async interact({ jobId }: Pick<Session, 'jobId'>, { quiet = false } = {}): Promise<Answer> {
+    const { api, ledger, testId } = this.options;
+    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: this.owner, data: INTERACT_BODY, attach: !quiet });
+    if (answer.status === 200 && ledger.endedHere(api.target.baseURL, jobId)) {
+      ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: this.owner.name, test: testId });
+    }
+    return answer;
+  }
+
+  /**
+   * Stops, as the owner, every session this test created that no owner's stop ended. Waits for
+   * provisioning still in flight first. Returns one line per session it could not stop.
+   */
+  async cleanup(cleaner: Client): Promise<string[]> {
+    await Promise.allSettled(this.inFlight);
+    const problems: string[] = [];
+    for (const jobId of this.created) {
+      if (this.options.ledger.endedHere(this.options.api.target.baseURL, jobId)) continue;
+      const problem = await stopAsOwner(cleaner, this.owner, jobId);
+      if (problem) problems.push(`${jobId} (${problem})`);
+    }
+    return problems;
+  }
 
   /** A scrape job; it goes in the ledger when a session may follow (`forSession`). */
-  async function scrape(forSession: boolean, quiet = false): Promise<{ jobId: string; scrape: Answer }> {
-    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl }, attach: !quiet });
+  private async scrape(forSession: boolean, quiet = false): Promise<{ jobId: string; scrape: Answer }> {
+    const { api, ledger, settings, testId } = this.options;
+    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: this.owner, data: { url: settings.scrapeUrl }, attach: !quiet });
     const jobId: unknown = answer.body?.data?.metadata?.scrapeId;
     if (forSession && typeof jobId === 'string' && PLAIN_ID.test(jobId)) {
-      ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
-      created.push(jobId);
+      ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: this.owner.name, test: testId });
+      this.created.push(jobId);
     }
     const problems = answer.status === 200 ? schemaErrors(answer.body, 'scrape-result') : [`status ${answer.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape must answer 200 with a scrape result (${problems.join('; ')}): ${summary(answer)}`);
     return { jobId: jobId as string, scrape: answer };
   }
 
-  async function provision({ gapMs = 0, quiet = false }: ProvisionOptions = {}): Promise<Session> {
-    const { jobId, scrape: scraped } = await scrape(true, quiet);
-    if (gapMs > 0) await sleep(gapMs, undefined, { signal });
-    const interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet });
+  private async provisionNow({ gapMs = 0, quiet = false }: ProvisionOptions = {}): Promise<Session> {
+    const { jobId, scrape } = await this.scrape(true, quiet);
+    if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
+    const interact = await this.options.api.send({ method: 'POST', path: interactPath(jobId), as: this.owner, data: INTERACT_BODY, attach: !quiet });
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
-    return { jobId, scrape: scraped, created: interact };
+    return { jobId, scrape, created: interact };
   }
-
-  return {
-    /** Provisions a session; teardown waits for it even when the test was abandoned mid-way. */
-    provision(options?: ProvisionOptions): Promise<Session> {
-      const promise = provision(options);
-      inFlight.add(promise);
-      return promise.finally(() => inFlight.delete(promise));
-    },
-
-    /** A scrape job that never gets a session. */
-    jobWithoutSession: () => scrape(false),
-
-    /**
-     * Another interact call on a session, as real clients make between creating and stopping it.
-     * On a session an owner's stop had ended, a 200 may begin a new one: the ledger opens it again.
-     */
-    async interact({ jobId }: Pick<Session, 'jobId'>, { quiet = false } = {}): Promise<Answer> {
-      const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet });
-      if (answer.status === 200 && ledger.endedHere(api.target.baseURL, jobId)) {
-        ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
-      }
-      return answer;
-    },
-
-    /**
-     * Stops, as the owner, every session this test created that no owner's stop ended. Waits for
-     * provisioning still in flight first. Returns one line per session it could not stop.
-     */
-    async cleanup(cleaner: Client): Promise<string[]> {
-      await Promise.allSettled(inFlight);
-      const problems: string[] = [];
-      for (const jobId of created) {
-        if (ledger.endedHere(api.target.baseURL, jobId)) continue;
-        const problem = await stopAsOwner(cleaner, owner, jobId);
-        if (problem) problems.push(`${jobId} (${problem})`);
-      }
-      return problems;
-    },
-  };
 }
 
-export type Sessions = ReturnType<typeof createSessions>;
+
 
 export const sessionFixtures: Fixtures<
   { sessions: Sessions; session: Session },
@@ -120,7 +129,7 @@ export const sessionFixtures: Fixtures<
   { settings: Settings; target: Target; identities: Identities; ledger: Ledger }
 > = {
   sessions: async ({ api, identities, settings, ledger, target, testId }, use, testInfo) => {
-    const sessions = createSessions({ api, identities, settings, ledger, testId, signal: api.signal });
+    const sessions = new Sessions({ api, identities, settings, ledger, testId, signal: api.signal });
     await use(sessions);
     // The test is over (or abandoned): end its requests and waits, then stop what it left running.
     api.cancel();

@@ -58,7 +58,7 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'BURST_REQUESTS', default: '400', meaning: 'Requests in the rate-limit burst: more than twice what the target allows in one window, so that a burst split by a window boundary is still limited.' },
   { env: 'BURST_CONCURRENCY', default: '200', meaning: 'Requests in flight at once during the burst (at most BURST_REQUESTS).' },
   { env: 'BILLING_HOLDS_MS', default: '1250,2500,3750', meaning: 'The three hold times of the billing rule (different, none a whole second).' },
-  { env: 'SCRAPE_GAP_MS', default: '500', meaning: 'Pause between scrape and interact in the short and medium billing checks.' },
+  { env: 'SCRAPE_GAP_MS', default: '500', meaning: 'Pause between scrape and interact in the short billing check.' },
   { env: 'REQUEST_TIMEOUT_MS', default: '30000', meaning: 'Total deadline of one request, body included.' },
   { env: 'MAX_BODY_BYTES', default: '1048576', meaning: 'Largest answer body read, after decompression.' },
   { env: 'BACKOFF_BUDGET_MS', default: '300000', meaning: 'How long one request may keep retrying after 429.' },
@@ -93,24 +93,69 @@ export function loadSettingsOrExit(): Settings {
   }
 }
 
+/** Reads values of the environment, collecting every problem instead of stopping at the first. */
+function reader(env: NodeJS.ProcessEnv, problems: string[]) {
+  return {
+    integer(name: string, fallback: number, min = 1): number {
+      const raw = env[name];
+      if (raw === undefined || raw === '') return fallback;
+      const value = Number(raw);
+      if (!Number.isInteger(value) || value < min) problems.push(`${name} must be an integer of at least ${min} (got "${raw}").`);
+      return value;
+    },
+    flag(name: string): boolean {
+      const raw = env[name] ?? '';
+      if (!['', '0', '1', 'true', 'false'].includes(raw)) problems.push(`${name} must be 1 or 0 (got "${raw}").`);
+      return raw === '1' || raw === 'true';
+    },
+  };
+}
+
 export function readSettings(env: NodeJS.ProcessEnv): Settings {
   const problems: string[] = [];
-  const integer = (name: string, fallback: number, min = 1): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    const value = Number(raw);
-    if (!Number.isInteger(value) || value < min) problems.push(`${name} must be an integer of at least ${min} (got "${raw}").`);
-    return value;
-  };
-  const flag = (name: string): boolean => {
-    const raw = env[name] ?? '';
-    if (!['', '0', '1', 'true', 'false'].includes(raw)) problems.push(`${name} must be 1 or 0 (got "${raw}").`);
-    return raw === '1' || raw === 'true';
-  };
+  const { integer, flag } = reader(env, problems);
+  const target = readTarget(env, problems, flag('ALLOW_INSECURE_HTTP'));
+  const external = !target.embedded;
 
-  const allowInsecureHttp = flag('ALLOW_INSECURE_HTTP');
+  const scrapeUrl = env.SCRAPE_URL || 'https://example.com';
+  if (!/^https?:\/\/\S+$/.test(scrapeUrl)) problems.push(`SCRAPE_URL must be an http(s) URL (got "${scrapeUrl}").`);
+  const burstRequests = integer('BURST_REQUESTS', 400, 2);
+  const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000);
+  const backoffBudgetMs = integer('BACKOFF_BUDGET_MS', 300_000, 0);
+  const billing = readBilling(env, problems);
+  const longestHold = Math.max(...billing.billingHoldsMs.filter(Number.isFinite), 0);
+
+  const knownDeviationsFile = env.KNOWN_DEVIATIONS ? path.resolve(env.KNOWN_DEVIATIONS) : undefined;
+  const sequenceSeeds = env.SEQUENCE_SEED ? env.SEQUENCE_SEED.split(',').map((part) => Number(part.trim())) : undefined;
+  if (sequenceSeeds?.some((seed) => !Number.isInteger(seed))) problems.push(`SEQUENCE_SEED must be an integer, or several separated by commas (got "${env.SEQUENCE_SEED}").`);
+
+  const settings: Settings = {
+    ...target,
+    ...billing,
+    scrapeUrl,
+    burstRequests,
+    burstConcurrency: integer('BURST_CONCURRENCY', Math.min(burstRequests, 200)),
+    requestTimeoutMs,
+    backoffBudgetMs,
+    creditTolerance: 0.005,
+    maxBodyBytes: integer('MAX_BODY_BYTES', 1024 * 1024, 1024),
+    testTimeoutMs: integer('TEST_TIMEOUT_MS', external ? longestHold + 6 * backoffBudgetMs + 4 * requestTimeoutMs : 30_000),
+    runTimeoutMs: integer('RUN_TIMEOUT_MS', external ? 3_600_000 : 600_000),
+    knownDeviationsFile,
+    knownDeviations: knownDeviationsFile ? readDeviationsFile(knownDeviationsFile, env.KNOWN_DEVIATIONS!, problems) : [],
+    strict: flag('STRICT'),
+    reportsDir: path.resolve(env.REPORTS_DIR || 'reports'),
+    sequenceSeeds,
+    sequenceRuns: integer('SEQUENCE_RUNS', external ? 3 : 50),
+    sequenceBudget: integer('SEQUENCE_BUDGET', external ? 40 : 1000, 10),
+  };
+  if (problems.length) throw new ConfigurationError(problems);
+  return settings;
+}
+
+/** The target and its keys: an external BASE_URL with two teams' keys, or the embedded reference with none. */
+function readTarget(env: NodeJS.ProcessEnv, problems: string[], allowInsecureHttp: boolean): Pick<Settings, 'baseURL' | 'embedded' | 'apiKey' | 'foreignApiKey'> {
   const external = env.BASE_URL ? normaliseBaseURL(env.BASE_URL, allowInsecureHttp, problems) : undefined;
-  const embeddedURL = env[EMBEDDED_URL_VARIABLE] || undefined;
   const apiKey = env.API_KEY || undefined;
   const foreignApiKey = env.FOREIGN_API_KEY || undefined;
   if (env.BASE_URL) {
@@ -124,18 +169,14 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     if (key && /\s/.test(key)) problems.push(`${name} contains white space.`);
     if (key && key.length < 8) problems.push(`${name} is shorter than 8 characters: is it really a key?`);
   }
+  return { baseURL: external ?? (env[EMBEDDED_URL_VARIABLE] || undefined), embedded: !env.BASE_URL, apiKey, foreignApiKey };
+}
 
-  const scrapeUrl = env.SCRAPE_URL || 'https://example.com';
-  if (!/^https?:\/\/\S+$/.test(scrapeUrl)) problems.push(`SCRAPE_URL must be an http(s) URL (got "${scrapeUrl}").`);
-
-  const burstRequests = integer('BURST_REQUESTS', 400, 2);
-  const burstConcurrency = integer('BURST_CONCURRENCY', Math.min(burstRequests, 200));
-  const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000);
-  const maxBodyBytes = integer('MAX_BODY_BYTES', 1024 * 1024, 1024);
-  const backoffBudgetMs = integer('BACKOFF_BUDGET_MS', 300_000, 0);
+/** The billing rule's holds, scrape gap and tolerance, consistent with one another. */
+function readBilling(env: NodeJS.ProcessEnv, problems: string[]): Pick<Settings, 'billingHoldsMs' | 'scrapeGapMs' | 'durationToleranceMs'> {
+  const { integer } = reader(env, problems);
   const durationToleranceMs = integer('DURATION_TOLERANCE_MS', 20, 0);
   const scrapeGapMs = integer('SCRAPE_GAP_MS', 500, 0);
-
   const billingHoldsMs = (env.BILLING_HOLDS_MS || '1250,2500,3750').split(',').map((part) => Number(part.trim()));
   if (billingHoldsMs.length !== 3 || billingHoldsMs.some((ms) => !Number.isInteger(ms) || ms < 1 || ms % 1000 === 0) || new Set(billingHoldsMs).size !== 3) {
     problems.push(`BILLING_HOLDS_MS must be three different whole numbers of milliseconds, none a whole second (got "${env.BILLING_HOLDS_MS}").`);
@@ -143,57 +184,20 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
   if (scrapeGapMs <= 2 * durationToleranceMs && scrapeGapMs !== 0) {
     problems.push(`SCRAPE_GAP_MS (${scrapeGapMs}) must be more than twice DURATION_TOLERANCE_MS (${durationToleranceMs}), or 0 to leave it out.`);
   }
+  return { billingHoldsMs, scrapeGapMs, durationToleranceMs };
+}
 
-  const longestHold = Math.max(...billingHoldsMs.filter(Number.isFinite), 0);
-  const testTimeoutMs = integer('TEST_TIMEOUT_MS', external ? longestHold + 6 * backoffBudgetMs + 4 * requestTimeoutMs : 30_000);
-  const runTimeoutMs = integer('RUN_TIMEOUT_MS', external ? 3_600_000 : 600_000);
-
-  let knownDeviationsFile: string | undefined;
-  let knownDeviations: KnownDeviation[] = [];
-  if (env.KNOWN_DEVIATIONS) {
-    knownDeviationsFile = path.resolve(env.KNOWN_DEVIATIONS);
-    if (!existsSync(knownDeviationsFile)) problems.push(`KNOWN_DEVIATIONS names a file that does not exist: ${env.KNOWN_DEVIATIONS}`);
-    else {
-      try {
-        knownDeviations = readKnownDeviations(knownDeviationsFile);
-      } catch (error) {
-        problems.push(`KNOWN_DEVIATIONS: ${(error as Error).message}`);
-      }
-    }
+function readDeviationsFile(file: string, given: string, problems: string[]): KnownDeviation[] {
+  if (!existsSync(file)) {
+    problems.push(`KNOWN_DEVIATIONS names a file that does not exist: ${given}`);
+    return [];
   }
-
-  const sequenceSeeds = env.SEQUENCE_SEED ? env.SEQUENCE_SEED.split(',').map((part) => Number(part.trim())) : undefined;
-  if (sequenceSeeds?.some((seed) => !Number.isInteger(seed))) problems.push(`SEQUENCE_SEED must be an integer, or several separated by commas (got "${env.SEQUENCE_SEED}").`);
-  const sequenceRuns = integer('SEQUENCE_RUNS', external ? 3 : 50);
-  const sequenceBudget = integer('SEQUENCE_BUDGET', external ? 40 : 1000, 10);
-  const strict = flag('STRICT');
-
-  if (problems.length) throw new ConfigurationError(problems);
-  return {
-    baseURL: external ?? embeddedURL,
-    embedded: !external,
-    apiKey,
-    foreignApiKey,
-    scrapeUrl,
-    burstRequests,
-    burstConcurrency,
-    billingHoldsMs,
-    scrapeGapMs,
-    requestTimeoutMs,
-    backoffBudgetMs,
-    durationToleranceMs,
-    creditTolerance: 0.005,
-    maxBodyBytes,
-    testTimeoutMs,
-    runTimeoutMs,
-    knownDeviationsFile,
-    knownDeviations,
-    strict,
-    reportsDir: path.resolve(env.REPORTS_DIR || 'reports'),
-    sequenceSeeds,
-    sequenceRuns,
-    sequenceBudget,
-  };
+  try {
+    return readKnownDeviations(file);
+  } catch (error) {
+    problems.push(`KNOWN_DEVIATIONS: ${(error as Error).message}`);
+    return [];
+  }
 }
 
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
