@@ -1,10 +1,13 @@
 import path from 'node:path';
 import { defineConfig } from '@playwright/test';
 import { loadSettingsOrExit } from './tests/support/settings';
+import { registerKeys } from './tests/support/target';
 import type { SummaryOptions } from './tests/support/summary-reporter';
 import { version } from './package.json';
 
 const settings = loadSettingsOrExit();
+// The reporters run here: what they write is redacted too.
+registerKeys({ baseURL: settings.baseURL ?? '', embedded: settings.embedded }, settings);
 const LONGEST = ['**/10-sequences.spec.ts', '**/02-billing.spec.ts'];
 const target = settings.embedded ? 'embedded reference' : settings.baseURL!;
 

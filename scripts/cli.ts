@@ -13,7 +13,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Ledger, ledgerFile } from '../tests/support/ledger';
-import { COMMAND_PIPE_VARIABLE } from '../tests/support/global-setup';
+import { COMMAND_PIPE_VARIABLE, reportsFolderInUse } from '../tests/support/global-setup';
 import { RULE_IDS, RULES, type RuleId } from '../tests/support/rules';
 import { stopOpenSessions } from '../tests/support/sessions';
 import { ConfigurationError, loadSettings, SETTINGS_TABLE, type Settings } from '../tests/support/settings';
@@ -86,6 +86,9 @@ async function run(argv: string[]): Promise<number> {
     if (error instanceof ConfigurationError) return configurationError(error.message);
     throw error;
   }
+  // Checked here too: the ledger of a folder another run writes to is that run's, not leftovers.
+  const busy = reportsFolderInUse(settings.reportsDir);
+  if (busy) return configurationError(busy);
   process.env.REPORTS_DIR = settings.reportsDir;
   if (settings.knownDeviationsFile) process.env.KNOWN_DEVIATIONS = settings.knownDeviationsFile;
   for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json']) {
@@ -182,6 +185,8 @@ async function cleanup(): Promise<number> {
     if (error instanceof ConfigurationError) return configurationError(error.message);
     throw error;
   }
+  const busy = reportsFolderInUse(settings.reportsDir);
+  if (busy) return configurationError(`${busy} Its sessions are still its own: run the cleanup once it has ended.`);
   const ledger = new Ledger(ledgerFile(settings.reportsDir));
   for (const file of [ledger.file, ledger.file.replace(/\.jsonl$/, '.previous.jsonl')]) {
     const open = new Ledger(file).open();

@@ -112,6 +112,15 @@ test('the production deviations excuse exactly their checks: a production-like t
   } finally {
     await wrong.close();
   }
+  // Whole credits, but twice what the hosted service bills: not the deviation the file declares.
+  const { server: double, env: doubleEnv } = await external((base, state) => ({ ...productionLike!(base, state), bill: () => 4 }));
+  try {
+    const run = await conformance(['--rule', 'billing'], { ...doubleEnv, KNOWN_DEVIATIONS: PRODUCTION });
+    assert.equal(run.code, 1, run.log.slice(-3000));
+    assert.deepEqual(run.summary!.rules.billing.tests.map((t) => t.outcome), ['fail', 'fail', 'fail']);
+  } finally {
+    await double.close();
+  }
 });
 
 test('errors of the run are not failures of the target: a target that stops answering, or provisioning that fails, exits 2', async () => {
@@ -183,9 +192,13 @@ test('bad configurations stop before any test with one message and exit code 2',
     [{}, /no rule has the id nonsense/, ['--rule', 'nonsense']],
     [{}, /Unknown option '--bogus'/, ['--bogus']],
   ];
+  // A folder another live run writes to (this process stands for it).
+  const busy = tempDir('busy-reports-');
+  writeFileSync(path.join(busy, '.run.lock'), String(process.pid));
+  cases.push([{ REPORTS_DIR: busy }, /Another run \(process \d+\) is writing to/]);
   for (const [index, [env, message, args]] of cases.entries()) {
     const commands: [string, string[]][] = [[process.execPath, [BIN, ...(args ?? [])]]];
-    if (index < 5) commands.push([PLAYWRIGHT, ['test']]);
+    if (index < 5 || index === cases.length - 1) commands.push([PLAYWRIGHT, ['test']]);
     for (const [command, commandArgs] of commands) {
       const { code, log } = await runCommand(command, commandArgs, isolatedEnv({ REPORTS_DIR: tempDir('bad-config-'), ...env }));
       assert.equal(code, 2, `${JSON.stringify(env)} ${args ?? ''}: ${log}`);

@@ -60,6 +60,17 @@ const billingSoFar = (state: ReferenceState, jobId: string) => {
   return { sessionDurationMs, creditsBilled: creditsFor(sessionDurationMs) };
 };
 
+/** Sessions billed from their scrape job's creation, not from the interact that created them. */
+const clockFromScrape: Override = (base, state) => ({
+  interact: (team, jobId, body) => {
+    const existed = state.sessions.has(jobId);
+    const reply = base.interact(team, jobId, body);
+    const session = state.sessions.get(jobId);
+    if (!existed && session) session.startedAt = state.jobs.get(jobId)!.createdAt;
+    return reply;
+  },
+});
+
 /** A refused stop (`status`) that restarts the billing clock of the session named in its path. */
 const refusalRestartsClock = (status: number): ReferenceOptions =>
   behaviour((base, state) => ({
@@ -104,17 +115,16 @@ export const faultyVariants: Variant[] = [
   { name: 'duration-inflated', breaks: 'billing', description: 'reports and bills 500 ms more than the session lasted', options: durationOffBy(500) },
   { name: 'duration-whole-seconds', breaks: 'billing', description: 'truncates sessionDurationMs to whole seconds', options: stopReply((r) => (r.status === 200 ? withBody(r, { sessionDurationMs: Math.floor(Number(body(r).sessionDurationMs) / 1000) * 1000 }) : r)) },
   { name: 'credits-as-string', breaks: 'billing', description: 'reports creditsBilled as a string', options: stopReply((r) => (r.status === 200 ? withBody(r, { creditsBilled: String(body(r).creditsBilled) }) : r)) },
+  { name: 'clock-from-scrape', breaks: 'billing', description: 'starts billing a session when its scrape job was created, not at the interact that created it', options: behaviour(clockFromScrape) },
   {
-    name: 'clock-from-scrape',
+    name: 'clock-from-scrape-credits-only',
     breaks: 'billing',
-    description: 'starts billing a session when its scrape job was created, not at the interact that created it',
+    description: 'bills from the scrape, and reports only success and creditsBilled (no sessionDurationMs to show the clock)',
     options: behaviour((base, state) => ({
-      interact: (team, jobId, body) => {
-        const existed = state.sessions.has(jobId);
-        const reply = base.interact(team, jobId, body);
-        const session = state.sessions.get(jobId);
-        if (!existed && session) session.startedAt = state.jobs.get(jobId)!.createdAt;
-        return reply;
+      ...clockFromScrape(base, state),
+      stop: (team, jobId) => {
+        const reply = base.stop(team, jobId);
+        return reply.status === 200 ? { ...reply, body: { success: true, creditsBilled: body(reply).creditsBilled } } : reply;
       },
     })),
   },
@@ -145,17 +155,23 @@ export const faultyVariants: Variant[] = [
   { name: 'foreign-refusal-restarts-clock', breaks: 'foreign-team', description: "restarts a session's billing clock when another team's stop is refused", options: refusalRestartsClock(403) },
   { name: 'forbidden-reveals-billing', breaks: 'foreign-team', description: "tells another team the session's duration and credits so far in its 403", options: stopReply((r, _team, jobId, state) => (r.status === 403 ? withBody(r, billingSoFar(state, jobId)) : r)) },
   {
-    name: 'refusal-destroys-repeat-200',
+    name: 'refusal-then-interact-restarts-clock',
     breaks: 'foreign-team',
-    caughtAs: 'not verifiable',
-    description: "ends the session on another team's refused stop, and answers any later owner's stop 200 {success: true}, as the hosted service answers repeat stops",
-    options: stopReply((r, team, jobId, state) => {
-      const session = state.sessions.get(jobId);
-      if (r.status === 403 && session) {
-        state.sessions.delete(jobId);
-        state.stopped.set(jobId, session);
-      }
-      return r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true } } : r;
+    description: "restarts a session's clock at the owner's first interact after another team's refused stop",
+    options: behaviour((base, state) => {
+      const refused = new Set<string>();
+      return {
+        stop: (team, jobId) => {
+          const reply = base.stop(team, jobId);
+          if (reply.status === 403) refused.add(jobId);
+          return reply;
+        },
+        interact: (team, jobId, body) => {
+          const session = state.sessions.get(jobId);
+          if (session && session.teamId === team.id && refused.delete(jobId)) session.startedAt = state.clock();
+          return base.interact(team, jobId, body);
+        },
+      };
     }),
   },
   // Rule 4: unknown job
@@ -179,6 +195,27 @@ export const faultyVariants: Variant[] = [
     })),
   },
   { name: 'empty-token-500', breaks: 'authentication', description: 'crashes (500) on "Bearer" with no token', options: behaviour((base) => ({ authenticate: (h) => { if (h !== undefined && /^\s*bearer\s*$/i.test(h)) throw new Error('no token'); return base.authenticate(h); } })) },
+  {
+    name: 'refusal-destroys-repeat-200',
+    breaks: 'authentication',
+    caughtAs: 'not verifiable',
+    description: "ends the session named in a stop it refuses with 401, and answers any later owner's stop 200 {success: true}, as the hosted service answers repeat stops: no answer can prove the harm",
+    options: behaviour((base, state) => ({
+      send: (res, reply) => {
+        const jobId = jobOf(res) ?? '';
+        const session = state.sessions.get(jobId);
+        if (res.req.method === 'DELETE' && reply.status === 401 && session) {
+          state.sessions.delete(jobId);
+          state.stopped.set(jobId, session);
+        }
+        base.send(res, reply);
+      },
+      stop: (team, jobId) => {
+        const reply = base.stop(team, jobId);
+        return reply.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true } } : reply;
+      },
+    })),
+  },
   { name: 'auth-refusal-restarts-clock', breaks: 'authentication', description: 'restarts the billing clock of the session named in a stop it answers 401', options: refusalRestartsClock(401) },
   { name: 'key-case-insensitive', breaks: 'authentication', description: 'compares keys without regard to case', options: keyMatch((token, key) => token.toLowerCase() === key.toLowerCase()) },
   { name: 'key-prefix-match', breaks: 'authentication', description: 'accepts any token that starts with a valid key', options: keyMatch((token, key) => token.startsWith(key)) },
@@ -332,33 +369,11 @@ export const orderFaults: Variant[] = [
 ];
 
 /**
- * Order faults that need a rarer order (a foreign refusal, then an interact, then a stop; two
- * sessions of different ages stopped at once): the sequences rule catches them in most runs, not
- * in every one, so they are measured by `npm run bench sequences` (catch rate over seeds), not
- * required by the matrix.
+ * An order fault that needs a rarer order (two sessions of different ages stopped at once): the
+ * sequences rule catches it in most runs, not in every one, so it is measured by
+ * `npm run bench sequences` (catch rate over seeds), not required by the matrix.
  */
 export const rarerOrderFaults: Variant[] = [
-  {
-    name: 'refusal-then-interact-restarts-clock',
-    breaks: 'sequences',
-    runsEveryRule: true,
-    description: "restarts a session's clock at the owner's first interact after another team's refused stop",
-    options: behaviour((base, state) => {
-      const refused = new Set<string>();
-      return {
-        stop: (team, jobId) => {
-          const reply = base.stop(team, jobId);
-          if (reply.status === 403) refused.add(jobId);
-          return reply;
-        },
-        interact: (team, jobId, body) => {
-          const session = state.sessions.get(jobId);
-          if (session && session.teamId === team.id && refused.delete(jobId)) session.startedAt = state.clock();
-          return base.interact(team, jobId, body);
-        },
-      };
-    }),
-  },
   {
     name: 'simultaneous-stops-swap-results',
     breaks: 'sequences',
@@ -396,6 +411,11 @@ export const correctVariants: Variant[] = [
   { name: 'extra-fields', description: 'adds cleanupQueued to results and a code to errors', options: behaviour((base) => ({ stop: (t, j) => { const r = base.stop(t, j); return withBody(r, r.status === 200 ? { cleanupQueued: true } : { code: `E${r.status}` }); } })) },
   { name: 'other-error-wording', description: 'words every error differently', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, `Request failed (${status}): ${message.toLowerCase()}`, headers) })) },
   { name: 'keyless-tier', description: 'runs a request without a key as an anonymous team (4xx, not 401)', options: behaviour(keyless) },
+  {
+    name: 'keyless-tier-over-quota',
+    description: 'runs a request without a key as an anonymous team whose quota is used up: 429 to every one of them',
+    options: behaviour((base, state) => ({ ...keyless(base), limit: (key) => (key.startsWith('anonymous:') ? { allowed: false, retryAfterSeconds: 60 } : base.limit(key)) })),
+  },
   { name: 'second-stop-200-without-charge', description: 'answers a stopped session with 200 and no creditsBilled, as the hosted service does', options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true } } : r)) },
   { name: 'rate-limit-without-retry-after', description: 'sends 429 with no Retry-After header', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) })) },
   { name: 'rate-limit-other-body', description: 'sends 429 with a plain-text body', options: behaviour((base) => ({ send: (res, reply) => (reply.status === 429 ? (res.writeHead(429, { 'Content-Type': 'text/plain', ...reply.headers }), res.end('Too Many Requests')) : base.send(res, reply)) })) },

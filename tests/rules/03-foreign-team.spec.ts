@@ -10,10 +10,10 @@ test("a foreign team's stop answers 403 with an error body", spec('foreign-team/
 });
 
 test(
-  "a foreign team's refused stop, at any moment of the session's life, changes nothing: the owner's stop answers 200 for the whole session",
+  "a foreign team's refused stop, at any moment of the session's life, changes nothing: the owner uses the session on, and its stop answers 200 for the whole session",
   spec('foreign-team/survives'),
-  async ({ api, session, identities, settings, check }) => {
-    await refuseThenOwnerStops({ api, session, check, settings, owner: identities.owner }, identities.foreign, (answer) => expectRefusal(answer, 403));
+  async ({ api, sessions, session, identities, settings, check }) => {
+    await refuseThenOwnerStops({ api, sessions, session, check, settings, owner: identities.owner }, identities.foreign, (answer) => expectRefusal(answer, 403), { interactAfter: true });
   },
 );
 

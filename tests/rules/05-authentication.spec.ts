@@ -18,9 +18,9 @@ const refusals: { id: TestId; who: IdentityName; title: string }[] = [
 ];
 
 for (const { id, who, title } of refusals) {
-  test(`${title} answers 4xx, at any moment of the session's life, and changes nothing`, spec(id), async ({ api, session, identities, settings, check }) => {
+  test(`${title} answers 4xx, at any moment of the session's life, and changes nothing`, spec(id), async ({ api, sessions, session, identities, settings, check }) => {
     if (who === 'keyCaseChanged' && !identities.keyCaseChanged.authorization) notVerifiable("the owner's key has no letter whose case could change");
-    await refuseThenOwnerStops({ api, session, check, settings, owner: identities.owner }, identities[who], (answer) => expectRefusal(answer));
+    await refuseThenOwnerStops({ api, sessions, session, check, settings, owner: identities.owner }, identities[who], (answer) => expectRefusal(answer));
   });
 }
 

@@ -16,6 +16,18 @@ import type { Settings } from './settings';
 
 export const CREDITS_PER_MINUTE = 2;
 
+/**
+ * Whether a stop's answer charges: 200 with a creditsBilled that is not zero. With `first`, the
+ * stop that ended the session, an answer repeating its duration and credits exactly is a replay
+ * of that stop's result, not a new charge.
+ */
+export function charges(answer: Answer, first?: Answer): boolean {
+  const credits = answer.body?.creditsBilled;
+  if (answer.status !== 200 || credits === undefined || credits === 0) return false;
+  const replay = first?.body !== undefined && credits === first.body.creditsBilled && answer.body?.sessionDurationMs === first.body.sessionDurationMs;
+  return !replay;
+}
+
 export interface Interval {
   lo: number;
   hi: number;

@@ -10,32 +10,17 @@
 import { test, type Fixtures, type TestInfo } from '@playwright/test';
 import { displayName, feature, historyId, label, testCaseId } from 'allure-js-commons';
 import type { KnownDeviation } from './deviations';
-import { RunError } from './run-error';
+import { KnownDeviationError, plain, RunError } from './errors';
 import { entryOf, RULES, ruleOf, testIdOf, type TestId } from './rules';
 import type { Settings } from './settings';
 
 export type Check = (name: string, body: () => unknown) => Promise<void>;
-
-export const KNOWN_DEVIATION_PREFIX = 'Known deviation of ';
-
-class KnownDeviationError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'KnownDeviation';
-    this.stack = message;
-  }
-}
 
 /** Ends the test as "not verifiable": the target's answers could not establish the fact either way. */
 export function notVerifiable(reason: string): never {
   test.info().annotations.push({ type: 'not-verifiable', description: reason });
   test.skip(true, `Not verifiable: ${reason}`);
   throw new Error('unreachable: test.skip ends the test');
-}
-
-function plain(message: string): string {
-  // eslint-disable-next-line no-control-regex
-  return message.replace(/\u001b\[[0-9;]*m/g, '');
 }
 
 function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>): Check {
@@ -55,7 +40,7 @@ function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInf
         await label('knownDeviation', deviation.reason);
         await displayName(`[known deviation] ${testInfo.title}`);
         testInfo.fail(true, `Known deviation of this target: ${deviation.reason}`);
-        throw new KnownDeviationError(`${KNOWN_DEVIATION_PREFIX}${id} › ${name}: ${deviation.reason}\n${message}`);
+        throw new KnownDeviationError(`${id} › ${name}: ${deviation.reason}\n${message}`);
       }
     }, { box: true });
   };

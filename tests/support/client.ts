@@ -22,7 +22,7 @@ import zlib from 'node:zlib';
 import type { Fixtures } from '@playwright/test';
 import { Ledger, ledgerFile } from './ledger';
 import { redact, redactAuthorization, redactHeaders } from './redact';
-import { RunError } from './run-error';
+import { RunError } from './errors';
 import type { Settings } from './settings';
 import type { Identities, Identity, Target } from './target';
 
@@ -47,6 +47,7 @@ export interface Answer {
 /**
  * What to do with a 429: `retry` within the back-off budget and throw a RunError past it;
  * `return-last` retry likewise but hand back the last 429 instead of throwing; `once` never retry.
+ * The default is `retry`, and `once` for an identity without a valid key (its 429 is a refusal).
  */
 export type On429 = 'retry' | 'return-last' | 'once';
 
@@ -63,8 +64,11 @@ export interface SendOptions {
 /** Attachments past this size are cut, with a note saying how much was left out. */
 export const ATTACHMENT_LIMIT_BYTES = 64 * 1024;
 
-/** application/json, with or without parameters such as charset. */
+/** application/json, with or without parameters such as charset: what the specification names for the stop result. */
 export const JSON_CONTENT_TYPE = /^application\/json\s*(;.*)?$/i;
+
+/** JSON, or a JSON-based type such as application/problem+json: the specification names no type for failures. */
+export const JSON_ERROR_CONTENT_TYPE = /^application\/([\w.-]+\+)?json\s*(;.*)?$/i;
 
 /** The session's resource: POST creates or uses it, DELETE stops it. */
 export const interactPath = (jobId: string) => `/v2/scrape/${jobId}/interact`;
@@ -216,7 +220,7 @@ export function createClient(options: ClientOptions) {
     signal,
     cancel: () => controller.abort(),
     async send(request: SendOptions): Promise<Answer> {
-      const on429 = request.on429 ?? 'retry';
+      const on429 = request.on429 ?? (request.as.withoutValidKey ? 'once' : 'retry');
       const deadline = performance.now() + settings.backoffBudgetMs;
       for (let attempts = 1; ; attempts++) {
         const answer = await sendOnce(options, signal, request, attempts);

@@ -4,11 +4,12 @@
  * started it is gone, the run winds down. After the run: every session the ledger holds open is
  * stopped, and one that cannot be is an error of the run.
  */
-import { existsSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import net from 'node:net';
 import { exchange } from './client';
 import { Ledger, ledgerFile } from './ledger';
-import { RunError } from './run-error';
+import { RunError } from './errors';
 import { stopOpenSessions } from './sessions';
 import { loadSettingsOrExit, type Settings } from './settings';
 
@@ -53,13 +54,51 @@ function windDownWithoutCommand(): () => void {
   };
 }
 
+/**
+ * Takes the reports folder for this run: a second run writing there at the same time would take
+ * the first one's sessions in the ledger for leftovers and stop them. Returns the release.
+ */
+function takeReportsFolder(reportsDir: string, exit: (message: string) => never): () => void {
+  const busy = reportsFolderInUse(reportsDir);
+  if (busy) exit(busy);
+  mkdirSync(reportsDir, { recursive: true });
+  const lock = path.join(reportsDir, LOCK);
+  writeFileSync(lock, String(process.pid));
+  return () => rmSync(lock, { force: true });
+}
+
+const LOCK = '.run.lock';
+
+/** Why another run's reports folder cannot be used now, or undefined when it can. */
+export function reportsFolderInUse(reportsDir: string): string | undefined {
+  const lock = path.join(reportsDir, LOCK);
+  const holder = existsSync(lock) ? Number(readFileSync(lock, 'utf8')) : undefined;
+  if (!holder || holder === process.pid || !alive(holder)) return undefined;
+  return `Another run (process ${holder}) is writing to ${reportsDir}. Give each run its own folder (REPORTS_DIR or --reports).`;
+}
+
+/** Whether a process runs: a zombie (killed, not yet reaped) does not. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true; // no /proc: take the signal's word
+  }
+}
+
 export default async function globalSetup() {
   const settings = loadSettingsOrExit();
-  const endWatch = windDownWithoutCommand();
   const exit = (message: string): never => {
     console.error(message);
     process.exit(2);
   };
+  const release = takeReportsFolder(settings.reportsDir, exit);
+  const endWatch = windDownWithoutCommand();
   if (!settings.embedded) {
     const unreachable = await checkReachable(settings.baseURL!, settings);
     if (unreachable) exit(unreachable);
@@ -82,6 +121,7 @@ export default async function globalSetup() {
   return async () => {
     endWatch();
     const { stopped, failed } = await stopOpenSessions(ledger, settings);
+    release();
     if (stopped.length) console.log(`The global teardown stopped ${stopped.length} session(s) their tests left:\n  ${stopped.join('\n  ')}`);
     if (failed.length) throw new RunError(`Could not stop ${failed.length} session(s) of this run; they may still be running and billed:\n  ${failed.join('\n  ')}`);
   };

@@ -9,13 +9,16 @@ import { expectSurvived } from './billing';
 import { notVerifiable, type Check } from './checks';
 import { interactPath, summary, type Answer, type Client } from './client';
 import { expect } from './schemas';
-import type { Session } from './sessions';
+import type { Session, Sessions } from './sessions';
 import type { Settings } from './settings';
 import type { Identity } from './target';
 
-/** Both large against DURATION_TOLERANCE_MS: a clock restarted or a session ended at the refusal is off by at least this much. */
-export const HOLD_BEFORE_REFUSAL_MS = 100;
-export const HOLD_AFTER_REFUSAL_MS = 100;
+/**
+ * How long the session is held before a refusal and after it: large against
+ * DURATION_TOLERANCE_MS, so that a clock restarted or a session ended at the refusal is off by
+ * more than the tolerance allows.
+ */
+export const refusalHoldMs = (settings: Pick<Settings, 'durationToleranceMs'>) => Math.max(100, 5 * settings.durationToleranceMs);
 
 /** The fields of a stop result: a refusal must never carry them. */
 const STOP_RESULT_FIELDS = ['sessionDurationMs', 'creditsBilled'];
@@ -72,6 +75,7 @@ export function ownerValuesOf(answers: Answer[], extra: string[], askedJobId: st
 
 interface RefusalContext {
   api: Client;
+  sessions: Sessions;
   session: Session;
   check: Check;
   settings: Settings;
@@ -81,15 +85,31 @@ interface RefusalContext {
 /**
  * Hold, refuse, hold, and have the owner stop: the refusal must be refused (`refused` check, by
  * `expectRefused`) and change nothing (`survives` check: 200 and the whole session's duration).
+ * With `interactAfter`, the owner also uses the session after the refusal, as clients do.
  */
-export async function refuseThenOwnerStops({ api, session, check, settings, owner }: RefusalContext, refuser: Identity, expectRefused: (answer: Answer) => void): Promise<void> {
-  await test.step(`hold the session ${HOLD_BEFORE_REFUSAL_MS} ms`, () => sleep(HOLD_BEFORE_REFUSAL_MS - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
+export async function refuseThenOwnerStops(context: RefusalContext, refuser: Identity, expectRefused: (answer: Answer) => void, { interactAfter = false } = {}): Promise<void> {
+  const { api, sessions, session, check, settings, owner } = context;
+  const holdMs = refusalHoldMs(settings);
+  await test.step(`hold the session ${holdMs} ms`, () => sleep(holdMs - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
   const refusal = await test.step(`${refuser.name} asks to stop the session`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser }));
   await check('refused', () => expectRefused(refusal));
-  await test.step(`hold ${HOLD_AFTER_REFUSAL_MS} ms more`, () => sleep(HOLD_AFTER_REFUSAL_MS, undefined, { signal: api.signal }));
+  if (interactAfter) {
+    const again = await test.step('the owner interacts with the session', () => sessions.interact(session));
+    // A session the refusal ended shows here too (the hosted service answers 410 for a destroyed one).
+    if (again.status !== 200) await check('survives', () => expect(again.status, `the session must still be usable after the refusal: ${summary(again)}`).toBe(200));
+  }
+  await test.step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
   const stop = await test.step('the owner stops the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: owner }));
+  await checkSurvived(check, 'survives', stop, session, refusal, settings);
+}
+
+/**
+ * The owner's stop after a refusal, as check `name`: 200 with a stop result, and proof that the
+ * session lived through the refusal; where no proof is possible, the test is not verifiable.
+ */
+export async function checkSurvived(check: Check, name: string, stop: Answer, session: Session, refusal: Answer, settings: Settings): Promise<void> {
   let proof: { notVerifiable?: string } = {};
-  await check('survives', () => {
+  await check(name, () => {
     expect(stop.status, `the session must still be running: ${summary(stop)}`).toBe(200);
     expect(stop.body).toMatchSchema('stop-result');
     proof = expectSurvived(stop, session, refusal, settings);

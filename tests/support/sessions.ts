@@ -8,7 +8,7 @@ import type { Fixtures } from '@playwright/test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, interactPath, retryDelayMs, summary, type Answer, type Client } from './client';
 import type { Ledger } from './ledger';
-import { RunError } from './run-error';
+import { RunError } from './errors';
 import { schemaErrors } from './schemas';
 import type { Settings } from './settings';
 import { identitiesFor, type Identities, type Identity, type Target } from './target';

@@ -19,7 +19,7 @@ export interface Settings {
   burstRequests: number;
   burstConcurrency: number;
   billingHoldsMs: number[];
-  /** Scrape-to-interact gap of the shorter billing checks: a clock started at the scrape is off by this much. */
+  /** Scrape-to-interact gap of the short billing check: a clock started at the scrape is off by this much. */
   scrapeGapMs: number;
   requestTimeoutMs: number;
   backoffBudgetMs: number;
@@ -52,13 +52,13 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'API_KEY', default: 'fixture key', meaning: "Key of the team that owns the sessions the suite creates (required with BASE_URL)." },
   { env: 'FOREIGN_API_KEY', default: 'fixture key', meaning: "Key of another team (required with BASE_URL, must differ)." },
   { env: 'KNOWN_DEVIATIONS', flag: '--known-deviations', default: 'none', meaning: 'Known-deviations file of the target.' },
-  { env: 'STRICT', flag: '--strict', default: '0', meaning: 'With 1, a rule that cannot be verified fails the gate.' },
+  { env: 'STRICT', flag: '--strict', default: '0', meaning: 'With 1, a test that cannot be verified fails the gate.' },
   { env: 'REPORTS_DIR', flag: '--reports', default: 'reports', meaning: 'Folder of the reports and the ledger, relative to the working directory.' },
   { env: 'SCRAPE_URL', default: 'https://example.com', meaning: 'Page scraped to provision sessions.' },
   { env: 'BURST_REQUESTS', default: '400', meaning: 'Requests in the rate-limit burst: more than twice what the target allows in one window, so that a burst split by a window boundary is still limited.' },
   { env: 'BURST_CONCURRENCY', default: '200', meaning: 'Requests in flight at once during the burst (at most BURST_REQUESTS).' },
   { env: 'BILLING_HOLDS_MS', default: '1250,2500,3750', meaning: 'The three hold times of the billing rule (different, none a whole second).' },
-  { env: 'SCRAPE_GAP_MS', default: '500', meaning: 'Pause between scrape and interact in the short billing check.' },
+  { env: 'SCRAPE_GAP_MS', default: '2000', meaning: 'Pause between scrape and interact in the short billing check: at 2 s or more, a clock started at the scrape shows in the credits alone.' },
   { env: 'REQUEST_TIMEOUT_MS', default: '30000', meaning: 'Total deadline of one request, body included.' },
   { env: 'MAX_BODY_BYTES', default: '1048576', meaning: 'Largest answer body read, after decompression.' },
   { env: 'BACKOFF_BUDGET_MS', default: '300000', meaning: 'How long one request may keep retrying after 429.' },
@@ -66,8 +66,8 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'TEST_TIMEOUT_MS', default: '30000 embedded; derived from the budget otherwise', meaning: 'Timeout of one test.' },
   { env: 'RUN_TIMEOUT_MS', default: '600000 embedded; 3600000 otherwise', meaning: 'Timeout of the whole run.' },
   { env: 'SEQUENCE_SEED', default: 'random', meaning: 'Seed of the sequences rule (several, comma-separated, run one after the other); replays a printed counterexample.' },
-  { env: 'SEQUENCE_RUNS', default: '50 embedded; 3 otherwise', meaning: 'Random histories the sequences rule runs.' },
-  { env: 'SEQUENCE_BUDGET', default: '1000 embedded; 40 otherwise', meaning: 'Requests to stop and interact the sequences rule may send, shrinking included.' },
+  { env: 'SEQUENCE_RUNS', default: '50 embedded; 2 otherwise', meaning: 'Random histories the sequences rule runs per seed.' },
+  { env: 'SEQUENCE_BUDGET', default: '1000 embedded; 20 otherwise', meaning: 'Requests to stop and interact the sequences rule may send per seed, shrinking included.' },
   { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
 ];
 
@@ -146,8 +146,8 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     strict: flag('STRICT'),
     reportsDir: path.resolve(env.REPORTS_DIR || 'reports'),
     sequenceSeeds,
-    sequenceRuns: integer('SEQUENCE_RUNS', external ? 3 : 50),
-    sequenceBudget: integer('SEQUENCE_BUDGET', external ? 40 : 1000, 10),
+    sequenceRuns: integer('SEQUENCE_RUNS', external ? 2 : 50),
+    sequenceBudget: integer('SEQUENCE_BUDGET', external ? 20 : 1000, 10),
   };
   if (problems.length) throw new ConfigurationError(problems);
   return settings;
@@ -176,7 +176,7 @@ function readTarget(env: NodeJS.ProcessEnv, problems: string[], allowInsecureHtt
 function readBilling(env: NodeJS.ProcessEnv, problems: string[]): Pick<Settings, 'billingHoldsMs' | 'scrapeGapMs' | 'durationToleranceMs'> {
   const { integer } = reader(env, problems);
   const durationToleranceMs = integer('DURATION_TOLERANCE_MS', 20, 0);
-  const scrapeGapMs = integer('SCRAPE_GAP_MS', 500, 0);
+  const scrapeGapMs = integer('SCRAPE_GAP_MS', 2000, 0);
   const billingHoldsMs = (env.BILLING_HOLDS_MS || '1250,2500,3750').split(',').map((part) => Number(part.trim()));
   if (billingHoldsMs.length !== 3 || billingHoldsMs.some((ms) => !Number.isInteger(ms) || ms < 1 || ms % 1000 === 0) || new Set(billingHoldsMs).size !== 3) {
     problems.push(`BILLING_HOLDS_MS must be three different whole numbers of milliseconds, none a whole second (got "${env.BILLING_HOLDS_MS}").`);

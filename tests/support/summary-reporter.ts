@@ -8,7 +8,8 @@ import path from 'node:path';
 import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestError, TestResult } from '@playwright/test/reporter';
 import { redact } from './redact';
 import { ruleOf, testIdOf, type TestId } from './rules';
-import { emptyRecords, firstLine, outcomeOf, renderSummary, summarise, type Summary, type TestRecord } from './verdict';
+import { firstLine } from './errors';
+import { emptyRecords, outcomeOf, renderSummary, summarise, type Summary, type TestRecord } from './verdict';
 
 export interface SummaryOptions {
   reportsDir: string;

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { registerSecret } from './redact';
-import { RunError } from './run-error';
+import { RunError } from './errors';
 import { loadSettings, type Settings } from './settings';
 
 export interface Target {
@@ -23,6 +23,11 @@ export interface Identity {
   authorization?: string;
   /** Only the owner's answers settle a session in the ledger. */
   owner?: true;
+  /**
+   * Carries no valid key. A 429 to such a request is its refusal (a keyless tier over its quota),
+   * not a wait: the client takes it as the answer instead of backing off.
+   */
+  withoutValidKey?: true;
 }
 
 export const TEAMS_FILE = path.join(__dirname, '..', '..', 'fixtures', 'teams.json');
@@ -58,25 +63,35 @@ export type IdentityName =
 /** Every caller the suite plays, and what is known of the owner team (for the embedded reference: its id and name). */
 export type Identities = Record<IdentityName, Identity> & { ownerTeam: string[] };
 
-export function identitiesFor(target: Target, settings: Settings): Identities {
-  const { apiKey, foreignApiKey, ownerTeam } = keysOf(target, settings);
+/**
+ * Registers both keys, and the near-miss forms of the owner's key the suite sends, for redaction:
+ * in the workers before any request, and in the runner before any report. Returns those forms.
+ */
+export function registerKeys(target: Target, settings: Settings) {
+  const { apiKey, foreignApiKey } = keysOf(target, settings);
   const nearMisses = { caseChanged: caseChanged(apiKey), extended: `${apiKey}Zz9`, truncated: apiKey.slice(0, -1) };
   registerSecret(apiKey, 'API_KEY');
   registerSecret(foreignApiKey, 'FOREIGN_API_KEY');
   for (const form of Object.values(nearMisses)) registerSecret(form, 'NEAR_API_KEY');
+  return nearMisses;
+}
+
+export function identitiesFor(target: Target, settings: Settings): Identities {
+  const { apiKey, foreignApiKey, ownerTeam } = keysOf(target, settings);
+  const nearMisses = registerKeys(target, settings);
   const bearer = (key: string | undefined) => (key === undefined ? undefined : `Bearer ${key}`);
   return {
     owner: { name: 'owner team', authorization: `Bearer ${apiKey}`, owner: true as const },
     foreign: { name: 'foreign team', authorization: `Bearer ${foreignApiKey}` },
-    noKey: { name: 'no Authorization header' },
-    emptyToken: { name: 'Bearer with no token', authorization: 'Bearer ' },
-    garbage: { name: 'garbage credential', authorization: 'garbage%%not-a-credential' },
-    unknownKey: { name: 'unknown well-formed key', authorization: `Bearer fc-${randomBytes(16).toString('hex')}` },
-    keyCaseChanged: { name: "owner's key with its case changed", authorization: bearer(nearMisses.caseChanged) },
-    keyExtended: { name: "owner's key with characters appended", authorization: bearer(nearMisses.extended) },
-    keyTruncated: { name: "owner's key without its last character", authorization: bearer(nearMisses.truncated) },
-    basicScheme: { name: "owner's key under Basic", authorization: `Basic ${apiKey}` },
-    tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}` },
+    noKey: { name: 'no Authorization header', withoutValidKey: true },
+    emptyToken: { name: 'Bearer with no token', authorization: 'Bearer ', withoutValidKey: true },
+    garbage: { name: 'garbage credential', authorization: 'garbage%%not-a-credential', withoutValidKey: true },
+    unknownKey: { name: 'unknown well-formed key', authorization: `Bearer fc-${randomBytes(16).toString('hex')}`, withoutValidKey: true },
+    keyCaseChanged: { name: "owner's key with its case changed", authorization: bearer(nearMisses.caseChanged), withoutValidKey: true },
+    keyExtended: { name: "owner's key with characters appended", authorization: bearer(nearMisses.extended), withoutValidKey: true },
+    keyTruncated: { name: "owner's key without its last character", authorization: bearer(nearMisses.truncated), withoutValidKey: true },
+    basicScheme: { name: "owner's key under Basic", authorization: `Basic ${apiKey}`, withoutValidKey: true },
+    tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}`, withoutValidKey: true },
     lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${apiKey}` },
     ownerTeam,
   };

@@ -10,8 +10,7 @@
  *
  * Summaries of shards merge into one verdict (`mergeSummaries`, `npm run verdict`).
  */
-import { KNOWN_DEVIATION_PREFIX } from './checks';
-import { RUN_ERROR_PREFIX } from './run-error';
+import { firstLine, isKnownDeviation, isRunError } from './errors';
 import { RULE_IDS, RULES, TEST_IDS, entryOf, ruleOf, type Level, type RuleId, type TestId } from './rules';
 
 export type Outcome = 'pass' | 'fail' | 'error' | 'known deviation' | 'not verifiable' | 'not run';
@@ -53,18 +52,6 @@ export const EXIT_CODES: Record<Verdict, number> = { pass: 0, fail: 1, error: 2,
 /** Worst first. */
 const SEVERITY: Outcome[] = ['fail', 'error', 'known deviation', 'not verifiable', 'pass', 'not run'];
 
-/** The first non-empty line of an error message, without terminal colours. */
-export function firstLine(message: string | undefined): string | undefined {
-  // eslint-disable-next-line no-control-regex
-  return message?.replace(/\u001b\[[0-9;]*m/g, '').split('\n').find((line) => line.trim())?.trim();
-}
-
-/** Whether an error message is an error of the run rather than a failure of the target (a crashed worker is one too). */
-export function isRunError(message: string): boolean {
-  const line = firstLine(message) ?? '';
-  return line.startsWith(RUN_ERROR_PREFIX) || /^Test timeout of \d+ms exceeded/.test(line) || /^Error: (RunError: |worker process exited unexpectedly)/.test(line);
-}
-
 export interface ResultFacts {
   status: 'passed' | 'failed' | 'timedOut' | 'skipped' | 'interrupted';
   errors: string[];
@@ -79,7 +66,9 @@ export function outcomeOf({ status, errors, annotations }: ResultFacts): { outco
     return reason ? { outcome: 'not verifiable', note: reason } : { outcome: 'not run', note: note('skip') };
   }
   if (status === 'interrupted') return { outcome: 'error', note: 'the run was interrupted before this test finished' };
-  const deviations = errors.filter((message) => (firstLine(message) ?? '').includes(KNOWN_DEVIATION_PREFIX));
+  // A deviation counts only where its check recorded it: an answer's text can never make one.
+  const declared = annotations.some((annotation) => annotation.type === 'known-deviation');
+  const deviations = declared ? errors.filter(isKnownDeviation) : [];
   const others = errors.filter((message) => !deviations.includes(message));
   const failures = others.filter((message) => !isRunError(message));
   if (failures.length) return { outcome: 'fail', note: firstLine(failures[0]) };

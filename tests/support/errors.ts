@@ -1,0 +1,47 @@
+/**
+ * The two kinds of error the verdict tells apart from a failure of the target, and how their
+ * messages are read back from results:
+ * - RunError: an error of the run, not a defect of the target (provisioning that failed, a
+ *   back-off budget used up, a target that stopped answering, a session teardown could not stop);
+ * - KnownDeviation: the failure of a check the target's known-deviations file declares.
+ */
+export class RunError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RunError';
+    // The message says everything; a stack trace into the suite would only add noise.
+    this.stack = `${this.name}: ${message}`;
+  }
+}
+
+export const KNOWN_DEVIATION_PREFIX = 'Known deviation of ';
+
+export class KnownDeviationError extends Error {
+  constructor(message: string) {
+    super(`${KNOWN_DEVIATION_PREFIX}${message}`);
+    this.name = 'KnownDeviation';
+    this.stack = this.message;
+  }
+}
+
+/** A message without terminal colours. */
+export function plain(message: string): string {
+  // eslint-disable-next-line no-control-regex
+  return message.replace(/\u001b\[[0-9;]*m/g, '');
+}
+
+/** The first non-empty line of a message, without terminal colours. */
+export function firstLine(message: string | undefined): string | undefined {
+  return message === undefined ? undefined : plain(message).split('\n').find((line) => line.trim())?.trim();
+}
+
+/** Whether a result's error is an error of the run: a RunError, a test past its timeout, a crashed worker. */
+export function isRunError(message: string): boolean {
+  const line = firstLine(message) ?? '';
+  return /^(Error: )?RunError: /.test(line) || /^Test timeout of \d+ms exceeded/.test(line) || /^Error: worker process exited unexpectedly/.test(line);
+}
+
+/** Whether a result's error is a declared deviation's: its own message begins so, never an answer's text. */
+export function isKnownDeviation(message: string): boolean {
+  return /^(KnownDeviation: )?Known deviation of /.test(firstLine(message) ?? '');
+}
