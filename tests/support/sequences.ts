@@ -165,31 +165,37 @@ function provisionStep(budget: Budget): Step {
   };
 }
 
-function interactStep(budget: Budget, index: number): Step {
+/** A step that acts on one existing session with `requests` requests to the rate-limited endpoints. */
+function sessionStep(budget: Budget, name: string, index: number, act: (session: SessionModel, model: Model, real: Real) => Promise<void>, requests = 1): Step {
   return {
-    check: (model) => model.sessions.length > 0 && budget.affords(1),
+    check: (model) => model.sessions.length > 0 && budget.affords(requests),
     async run(model, real) {
-      budget.spend(1);
-      const session = pick(model, index);
-      const answer = await real.sessions.interact({ jobId: session.jobId }, { quiet: true });
-      real.history.step(`interact on ${describeSession(session)} → ${brief(answer)}`);
-      // Interact is how sessions are used, not the operation under test: an answer the history
-      // cannot go on from is an error of the run.
-      const refused = answer.status >= 400 && answer.status < 500;
-      if ((session.live && answer.status !== 200) || (!session.live && answer.status !== 200 && !refused)) {
-        real.history.note('✗ the interact answered what no history can go on from');
-        throw new RunError(`an interact on ${describeSession(session)} answered ${answer.status}: ${summary(answer)}`);
-      }
-      if (!session.live && answer.status === 200) {
-        // Allowed: a new session with its own clock. What follows must agree.
-        session.live = true;
-        session.began = { lo: answer.sentAt, hi: answer.receivedAt };
-        session.ended = undefined;
-        real.history.note(`(a new session ${session.label} begins with this interact)`);
-      }
+      budget.spend(requests);
+      await act(pick(model, index), model, real);
     },
-    toString: () => `interact(${index})`,
+    toString: () => `${name}(${index})`,
   };
+}
+
+function interactStep(budget: Budget, index: number): Step {
+  return sessionStep(budget, 'interact', index, async (session, _model, real) => {
+    const answer = await real.sessions.interact({ jobId: session.jobId }, { quiet: true });
+    real.history.step(`interact on ${describeSession(session)} → ${brief(answer)}`);
+    // Interact is how sessions are used, not the operation under test: an answer the history
+    // cannot go on from is an error of the run.
+    const refused = answer.status >= 400 && answer.status < 500;
+    if ((session.live && answer.status !== 200) || (!session.live && answer.status !== 200 && !refused)) {
+      real.history.note('✗ the interact answered what no history can go on from');
+      throw new RunError(`an interact on ${describeSession(session)} answered ${answer.status}: ${summary(answer)}`);
+    }
+    if (!session.live && answer.status === 200) {
+      // Allowed: a new session with its own clock. What follows must agree.
+      session.live = true;
+      session.began = { lo: answer.sentAt, hi: answer.receivedAt };
+      session.ended = undefined;
+      real.history.note(`(a new session ${session.label} begins with this interact)`);
+    }
+  });
 }
 
 function holdStep(budget: Budget, ms: number): Step {
@@ -204,35 +210,24 @@ function holdStep(budget: Budget, ms: number): Step {
 }
 
 function ownerStopStep(budget: Budget, index: number): Step {
-  return {
-    check: (model) => model.sessions.length > 0 && budget.affords(1),
-    async run(model, real) {
-      budget.spend(1);
-      const session = pick(model, index);
-      const answer = await stop(real, session);
-      real.history.step(`owner stops ${describeSession(session)} → ${brief(answer)}`);
-      await expectOwnerStop(real, session, answer);
-    },
-    toString: () => `ownerStop(${index})`,
-  };
+  return sessionStep(budget, 'ownerStop', index, async (session, _model, real) => {
+    const answer = await stop(real, session);
+    real.history.step(`owner stops ${describeSession(session)} → ${brief(answer)}`);
+    await expectOwnerStop(real, session, answer);
+  });
 }
 
 function refusedStopStep(budget: Budget, index: number, who: Refuser): Step {
-  return {
-    check: (model) => model.sessions.length > 0 && budget.affords(1),
-    async run(model, real) {
-      const session = pick(model, index);
-      if (!real.identities[who].authorization && who === 'keyCaseChanged') return;
-      budget.spend(1);
-      const answer = await stop(real, session, who);
-      real.history.step(`${real.identities[who].name} stops ${describeSession(session)} → ${brief(answer)}`);
-      await expecting(real.history, `a stop by ${real.identities[who].name} is refused and reveals nothing (rules 3, 5, 7)`, () => {
-        expectRefusal(answer, who === 'foreign' && session.live ? 403 : undefined);
-        expectRevealsNothing(answer, real.identities.ownerTeam);
-      });
-    },
-    toString: () => `refusedStop(${index}, ${who})`,
-  };
+  return sessionStep(budget, `refusedStop:${who}`, index, async (session, _model, real) => {
+    // An owner's key without a letter has no case-changed form: nothing to send.
+    if (!real.identities[who].authorization && who === 'keyCaseChanged') return;
+    const answer = await stop(real, session, who);
+    real.history.step(`${real.identities[who].name} stops ${describeSession(session)} → ${brief(answer)}`);
+    await expecting(real.history, `a stop by ${real.identities[who].name} is refused and reveals nothing (rules 3, 5, 7)`, () => {
+      expectRefusal(answer, who === 'foreign' && session.live ? 403 : undefined);
+      expectRevealsNothing(answer, real.identities.ownerTeam);
+    });
+  });
 }
 
 function unknownStopStep(budget: Budget): Step {
@@ -252,31 +247,25 @@ function unknownStopStep(budget: Budget): Step {
 }
 
 function simultaneousStopsStep(budget: Budget, first: number, second: number): Step {
-  return {
-    check: (model) => model.sessions.length > 0 && budget.affords(2),
-    async run(model, real) {
-      budget.spend(2);
-      // Two different sessions whenever there are two: the same one twice is a rule of its own (rule 7).
-      const a = pick(model, first);
-      const others = model.sessions.filter((session) => session !== a);
-      const b = others.length ? others[second % others.length] : a;
-      const answers = await Promise.all([stop(real, a), stop(real, b)]);
-      real.history.step(`owner stops ${describeSession(a)} and ${describeSession(b)} at once → ${brief(answers[0])} | ${brief(answers[1])}`);
-      if (a !== b) {
-        await expectOwnerStop(real, a, answers[0]);
-        await expectOwnerStop(real, b, answers[1]);
-        return;
-      }
-      await expecting(real.history, `two simultaneous stops of session ${a.label} (rule 7, @inferred)`, () => {
-        for (const answer of answers) expect([200, 404], `status ${answer.status}`).toContain(answer.status);
-        const charged = answers.filter((answer) => charges(answer, a.ended));
-        expect(charged.length, 'charges').toBeLessThanOrEqual(a.live ? 1 : 0);
-        if (a.live) expect(answers.some((answer) => answer.status === 200), 'one of them succeeds').toBe(true);
-      });
-      if (a.live) await expectOwnerStop(real, a, answers.find((answer) => answer.status === 200 && answer.body?.sessionDurationMs !== undefined) ?? answers.find((answer) => answer.status === 200)!);
-    },
-    toString: () => `simultaneousStops(${first}, ${second})`,
-  };
+  return sessionStep(budget, `simultaneousStops:${second}`, first, async (a, model, real) => {
+    // Two different sessions whenever there are two: the same one twice is a rule of its own (rule 7).
+    const others = model.sessions.filter((session) => session !== a);
+    const b = others.length ? others[second % others.length] : a;
+    const answers = await Promise.all([stop(real, a), stop(real, b)]);
+    real.history.step(`owner stops ${describeSession(a)} and ${describeSession(b)} at once → ${brief(answers[0])} | ${brief(answers[1])}`);
+    if (a !== b) {
+      await expectOwnerStop(real, a, answers[0]);
+      await expectOwnerStop(real, b, answers[1]);
+      return;
+    }
+    await expecting(real.history, `two simultaneous stops of session ${a.label} (rule 7, @inferred)`, () => {
+      for (const answer of answers) expect([200, 404], `status ${answer.status}`).toContain(answer.status);
+      const charged = answers.filter((answer) => charges(answer, a.ended));
+      expect(charged.length, 'charges').toBeLessThanOrEqual(a.live ? 1 : 0);
+      if (a.live) expect(answers.some((answer) => answer.status === 200), 'one of them succeeds').toBe(true);
+    });
+    if (a.live) await expectOwnerStop(real, a, answers.find((answer) => answer.status === 200 && answer.body?.sessionDurationMs !== undefined) ?? answers.find((answer) => answer.status === 200)!);
+  }, 2);
 }
 
 /**
