@@ -8,7 +8,10 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
-import { createClient, exchange, retryDelayMs } from '../tests/support/client';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createClient, exchange, retryDelayMs, type Client } from '../tests/support/client';
 import { registerSecret } from '../tests/support/redact';
 
 async function serve(handler: http.RequestListener): Promise<{ url: string; close: () => void }> {
@@ -120,6 +123,8 @@ test('Retry-After: honoured when it means a wait, never below a growing floor, a
     assert.deepEqual(waits, [1000, 2000, 4000, 8000, 8000], String(value));
   }
   assert.equal(retryDelayMs(1, '99999999'), 3_600_000, 'an absurd Retry-After is capped at an hour');
+  const afterWaiting = (waitedMs: number) => retryDelayMs(9, undefined, () => 0.5, waitedMs);
+  assert.deepEqual([0, 32_000, 56_000, 300_000].map(afterWaiting), [8000, 4000, 1000, 1000], 'the longer a request has waited, the more often it asks');
 });
 
 test('a 429 loop against a server that always answers "Retry-After: 0" backs off instead of spinning', async () => {
@@ -131,6 +136,34 @@ test('a 429 loop against a server that always answers "Retry-After: 0" backs off
     assert.equal(last.status, 429);
     assert.ok(requests <= 5, `${requests} requests in 1.5 s`);
     await assert.rejects(client.send({ method: 'DELETE', path: '/x', as: { name: 'tester' } }), /RunError|back-off budget/);
+  } finally {
+    server.close();
+  }
+});
+
+test('a request waiting after 429 goes before fresh ones from other clients of the run (no starvation)', async () => {
+  // One request per 300 ms window, no Retry-After: a fresh request would win every window over one polling every second.
+  let windowStart = 0;
+  let used = 0;
+  const served: string[] = [];
+  const server = await serve((req, res) => {
+    const now = performance.now();
+    if (now - windowStart >= 300) [windowStart, used] = [now, 0];
+    if (++used > 1) return void res.writeHead(429).end('{}');
+    served.push(String(req.headers.authorization).replace('Bearer ', ''));
+    res.writeHead(404, { 'content-type': 'application/json' }).end('{"success":false,"error":"x"}');
+  });
+  const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'queue-'));
+  const client = () => createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 2_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000, reportsDir } });
+  const [a, b] = [client(), client()];
+  const send = (who: Client, name: string) => who.send({ method: 'DELETE', path: '/x', as: { name, authorization: `Bearer ${name}` } });
+  try {
+    await send(b, 'b1');
+    const waiting = send(a, 'a');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const name of ['b2', 'b3']) await send(b, name);
+    await waiting;
+    assert.deepEqual(served, ['b1', 'a', 'b2', 'b3'], 'the waiting request is served before the fresh ones that came after it');
   } finally {
     server.close();
   }

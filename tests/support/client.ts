@@ -20,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
 import type { Fixtures } from '@playwright/test';
+import { BackoffQueue } from './backoff-queue';
 import { Ledger, ledgerFile } from './ledger';
 import { redact, redactAuthorization, redactHeaders } from './redact';
 import { RunError } from './errors';
@@ -84,13 +85,16 @@ export function summary(answer: Answer): string {
  * Wait before resending after a 429. Retry-After in seconds or as a date is honoured, but never
  * below a floor that grows with each attempt (100 ms, 200 ms, ... up to 8 s), so that a zero,
  * negative or past value cannot make a tight loop. Without a usable Retry-After: 1 s, 2 s, 4 s,
- * then every 8 s, with ±20 % jitter so that waiting workers do not all return at once.
+ * then every 8 s, with ±20 % jitter so that waiting workers do not all return at once; and the
+ * longer a request has waited (`waitedMs`), the more often it asks, down to every second after
+ * a minute, so that a request that has waited long is not starved by fresh ones.
  */
-export function retryDelayMs(attempt: number, retryAfter: string | undefined, random = Math.random): number {
+export function retryDelayMs(attempt: number, retryAfter: string | undefined, random = Math.random, waitedMs = 0): number {
   const floor = Math.min(100 * 2 ** (attempt - 1), 8_000);
   const given = parseRetryAfter(retryAfter);
   if (given !== undefined) return Math.max(given, floor);
-  return Math.min(1000 * 2 ** (attempt - 1), 8_000) * (0.8 + random() * 0.4);
+  const cap = Math.max(1_000, 8_000 - waitedMs / 8);
+  return Math.min(1000 * 2 ** (attempt - 1), cap) * (0.8 + random() * 0.4);
 }
 
 function parseRetryAfter(value: string | undefined): number | undefined {
@@ -198,7 +202,8 @@ function decode(body: Buffer, encoding: string | undefined, maxBytes: number): B
 
 export interface ClientOptions {
   target: Target;
-  settings: Pick<Settings, 'requestTimeoutMs' | 'maxBodyBytes' | 'backoffBudgetMs'>;
+  /** With `reportsDir`, requests that back off take turns with the run's other workers (backoff-queue.ts). */
+  settings: Pick<Settings, 'requestTimeoutMs' | 'maxBodyBytes' | 'backoffBudgetMs'> & Partial<Pick<Settings, 'reportsDir'>>;
   /** Where exchanges are attached (a test's report); nothing is attached without it. */
   attach?: (name: string, body: string) => Promise<void>;
   /** Records the owner's stops that ended a session. */
@@ -221,27 +226,36 @@ export function createClient(options: ClientOptions) {
     cancel: () => controller.abort(),
     async send(request: SendOptions): Promise<Answer> {
       const on429 = request.on429 ?? (request.as.withoutValidKey ? 'once' : 'retry');
-      const deadline = performance.now() + settings.backoffBudgetMs;
-      for (let attempts = 1; ; attempts++) {
-        const answer = await sendOnce(options, signal, request, attempts);
-        if (answer.status === 429 && on429 !== 'once') {
-          const wait = retryDelayMs(attempts, answer.headers['retry-after']);
-          if (performance.now() + wait <= deadline) {
-            await sleep(wait, undefined, { signal }).catch(() => {
-              throw new RunError(`${request.method} ${request.path} as ${request.as.name}: cancelled while backing off after 429, its test had ended`);
-            });
-            continue;
+      const queue = on429 !== 'once' && settings.reportsDir ? new BackoffQueue(settings.reportsDir, target.baseURL) : undefined;
+      const started = performance.now();
+      const deadline = started + settings.backoffBudgetMs;
+      const cancelled = () => {
+        throw new RunError(`${request.method} ${request.path} as ${request.as.name}: cancelled while backing off after 429, its test had ended`);
+      };
+      try {
+        for (let attempts = 1; ; attempts++) {
+          await queue?.turn(deadline, signal).catch(cancelled);
+          const answer = await sendOnce(options, signal, request, attempts);
+          if (answer.status === 429 && on429 !== 'once') {
+            queue?.join();
+            const wait = retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
+            if (performance.now() + wait <= deadline) {
+              await sleep(wait, undefined, { signal }).catch(cancelled);
+              continue;
+            }
+            if (on429 === 'retry') {
+              await record(options, answer, request);
+              throw new RunError(
+                `${request.method} ${request.path} as ${request.as.name} still answered 429 after ${attempts} attempts: the back-off budget ` +
+                  `(BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) is used up. Raise it, or run fewer workers against this target.`,
+              );
+            }
           }
-          if (on429 === 'retry') {
-            await record(options, answer, request);
-            throw new RunError(
-              `${request.method} ${request.path} as ${request.as.name} still answered 429 after ${attempts} attempts: the back-off budget ` +
-                `(BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) is used up. Raise it, or run fewer workers against this target.`,
-            );
-          }
+          await record(options, answer, request);
+          return answer;
         }
-        await record(options, answer, request);
-        return answer;
+      } finally {
+        queue?.leave();
       }
     },
   };

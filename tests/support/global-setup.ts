@@ -7,6 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import net from 'node:net';
+import { alive } from './backoff-queue';
 import { exchange } from './client';
 import { Ledger, ledgerFile } from './ledger';
 import { RunError } from './errors';
@@ -75,20 +76,6 @@ export function reportsFolderInUse(reportsDir: string): string | undefined {
   const holder = existsSync(lock) ? Number(readFileSync(lock, 'utf8')) : undefined;
   if (!holder || holder === process.pid || !alive(holder)) return undefined;
   return `Another run (process ${holder}) is writing to ${reportsDir}. Give each run its own folder (REPORTS_DIR or --reports).`;
-}
-
-/** Whether a process runs: a zombie (killed, not yet reaped) does not. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true; // no /proc: take the signal's word
-  }
 }
 
 export default async function globalSetup() {

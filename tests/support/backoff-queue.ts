@@ -1,0 +1,68 @@
+/**
+ * Who sends next while the target rate-limits: a first-come queue the run's workers share. A
+ * request that got 429 takes a ticket (a file named by the time it first waited); while tickets
+ * are out, only the oldest one's holder sends, and fresh requests wait behind them. Without it,
+ * a test that sends several requests back to back takes every slot a window opens, and a request
+ * waiting in another worker starves. Tickets of processes that ended are ignored.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+let taken = 0;
+
+export class BackoffQueue {
+  private readonly dir: string;
+  private ticket?: string;
+
+  constructor(reportsDir: string, baseURL: string) {
+    this.dir = path.join(reportsDir, '.backoff', createHash('sha1').update(baseURL).digest('hex').slice(0, 12));
+  }
+
+  /** Takes a ticket, once: from now on this request waits its turn like the others. */
+  join(): void {
+    if (this.ticket) return;
+    mkdirSync(this.dir, { recursive: true });
+    this.ticket = `${String(Date.now()).padStart(15, '0')}-${process.pid}-${++taken}`;
+    writeFileSync(path.join(this.dir, this.ticket), '');
+  }
+
+  leave(): void {
+    if (this.ticket) rmSync(path.join(this.dir, this.ticket), { force: true });
+    this.ticket = undefined;
+  }
+
+  /** Resolves when no older ticket is out (a request without one waits for every ticket). */
+  async turn(deadline: number, signal: AbortSignal): Promise<void> {
+    while (performance.now() < deadline) {
+      const first = this.oldest();
+      if (!first || first === this.ticket) return;
+      await sleep(200, undefined, { signal });
+    }
+  }
+
+  private oldest(): string | undefined {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir).sort();
+    } catch {
+      return undefined;
+    }
+    return names.find((name) => name === this.ticket || alive(Number(name.split('-')[1])));
+  }
+}
+
+/** Whether a process runs: a zombie (killed, not yet reaped) does not. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return true; // no /proc: take the signal's word
+  }
+}
