@@ -16,7 +16,7 @@ export default defineConfig({
   outputDir: path.join(settings.reportsDir, 'test-results'),
   fullyParallel: true,
   // The tests mostly wait on the target; see docs/performance.md for how this was chosen.
-  workers: 5,
+  workers: 6,
   retries: 0,
   timeout: settings.testTimeoutMs,
   globalTimeout: settings.runTimeoutMs,

@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
@@ -156,7 +157,8 @@ test('a request waiting after 429 goes before fresh ones from other clients of t
   const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'queue-'));
   const client = () => createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 2_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000, reportsDir } });
   const [a, b] = [client(), client()];
-  const send = (who: Client, name: string) => who.send({ method: 'DELETE', path: '/x', as: { name, authorization: `Bearer ${name}` } });
+  // One team (the queue is per identity); the server tells the requests apart by their tokens.
+  const send = (who: Client, name: string, team = 'owner team') => who.send({ method: 'DELETE', path: '/x', as: { name: team, authorization: `Bearer ${name}` } });
   try {
     await send(b, 'b1');
     const waiting = send(a, 'a');
@@ -164,6 +166,79 @@ test('a request waiting after 429 goes before fresh ones from other clients of t
     for (const name of ['b2', 'b3']) await send(b, name);
     await waiting;
     assert.deepEqual(served, ['b1', 'a', 'b2', 'b3'], 'the waiting request is served before the fresh ones that came after it');
+
+    // Another team's request does not wait behind this team's queue (the server's limit here is shared, so it gets 429 and waits its own turn).
+    served.length = 0;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await send(b, 'b4');
+    const waitingAgain = send(a, 'a2');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const other = send(b, 'c1', 'burst team');
+    await Promise.all([waitingAgain, other]);
+    assert.deepEqual(served.slice(0, 1), ['b4']);
+    assert.equal(served.length, 3);
+  } finally {
+    server.close();
+  }
+});
+
+/** A process that holds the quiet spell of `url` in `reportsDir`: it prints "ready"; on a line in, it takes the spell, prints "holding", holds it for `holdMs`, then prints how long it waited for others' requests to drain. */
+function spellHolder(reportsDir: string, url: string, holdMs: number) {
+  const script = `
+    const { QuietSpell } = require(${JSON.stringify(path.join(__dirname, '..', 'tests', 'support', 'quiet-spell.ts'))});
+    const spell = new QuietSpell(${JSON.stringify(reportsDir)}, ${JSON.stringify(url)});
+    process.stdout.write('ready\\n');
+    process.stdin.once('data', async () => {
+      const asked = performance.now();
+      let drainedMs;
+      await spell.hold(5000, new AbortController().signal, () => { drainedMs = performance.now() - asked; process.stdout.write('holding\\n'); return new Promise((resolve) => setTimeout(resolve, ${holdMs})); });
+      process.stdout.write('drained ' + Math.round(drainedMs) + '\\n');
+      process.exit(0);
+    });`;
+  const child = spawn(process.execPath, ['--require', require.resolve('tsx/cjs'), '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += chunk));
+  const seen = async (line: string) => {
+    while (!out.includes(line)) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  return { child, seen, output: () => out };
+}
+
+test("while another process's burst sends, a request waits for it; the burst waits for requests already in flight", async () => {
+  let release: (() => void) | undefined;
+  const server = await serve((req, res) => {
+    const answer = () => res.writeHead(404, { 'content-type': 'application/json' }).end('{"success":false,"error":"x"}');
+    if (req.url === '/slow') release = answer;
+    else answer();
+  });
+  const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'quiet-'));
+  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000, reportsDir } });
+  const send = (to: string) => client.send({ method: 'DELETE', path: to, as: { name: 'owner team', authorization: 'Bearer x' } });
+  try {
+    const control = performance.now();
+    await send('/x');
+    assert.ok(performance.now() - control < 200, 'no spell, no wait');
+
+    const holder = spellHolder(reportsDir, server.url, 600);
+    await holder.seen('ready');
+    holder.child.stdin.write('go\n');
+    await holder.seen('holding');
+    const started = performance.now();
+    await send('/x');
+    assert.ok(performance.now() - started >= 400, `the request waited for the burst (${Math.round(performance.now() - started)} ms)`);
+    await holder.seen('drained');
+
+    const second = spellHolder(reportsDir, server.url, 10);
+    await second.seen('ready');
+    const inFlight = send('/slow');
+    while (!release) await new Promise((resolve) => setTimeout(resolve, 5));
+    second.child.stdin.write('go\n');
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    assert.doesNotMatch(second.output(), /holding/, 'the burst has not begun while a request is in flight');
+    release();
+    await inFlight;
+    await second.seen('drained');
+    assert.ok(Number(/drained (\d+)/.exec(second.output())![1]) >= 350, second.output());
   } finally {
     server.close();
   }

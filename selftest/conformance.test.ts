@@ -123,6 +123,41 @@ test('the production deviations excuse exactly their checks: a production-like t
   }
 });
 
+test("with BURST_API_KEY the burst runs beside the other tests on a third team, and cleanup stops that team's sessions with its key only", async () => {
+  const { server, env } = await external(undefined);
+  try {
+    const run = await conformance([], { ...env, BURST_API_KEY: SECRETS[2] });
+    assert.equal(run.code, 0, run.log.slice(-3000));
+    const burst = run.summary!.rules['rate-limit'].tests.find((t) => t.id === 'rate-limit/burst')!;
+    assert.equal(burst.outcome, 'pass', 'the throttled stop was checked, not skipped');
+    const results = readdirSync(path.join(run.reports, 'allure-results')).filter((f) => f.endsWith('-result.json')).map((f) => JSON.parse(readFileSync(path.join(run.reports, 'allure-results', f), 'utf8')));
+    const isBurst = (r: any) => r.labels.some((l: any) => l.name === 'testId' && l.value === 'rate-limit/burst');
+    const own = results.find(isBurst);
+    assert.ok(results.some((r) => !isBurst(r) && r.start < own.stop && r.stop > own.start), 'another test ran while the burst did');
+    const ledger = readFileSync(path.join(run.reports, 'ledger.jsonl'), 'utf8');
+    assert.equal(ledger.match(/"event":"created"[^\n]*"identity":"burst team"/g)?.length, 2, "the burst's two sessions are the burst team's");
+    assert.equal(server.activeSessions().length, 0);
+    assert.deepEqual(filesContaining(run.reports), [], 'keys in the reports');
+    assert.deepEqual(filesContaining(run.log), [], 'keys in the output');
+
+    // A burst-team session a killed run left open: only that team's key can stop it.
+    const call = (path: string, body: object) => fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${SECRETS[2]}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+    const jobId = (await call('/v2/scrape', { url: 'https://example.com' })).data.metadata.scrapeId;
+    await call(`/v2/scrape/${jobId}/interact`, { code: 'console.log(1)', language: 'node' });
+    writeFileSync(path.join(run.reports, 'ledger.jsonl'), `${JSON.stringify({ event: 'created', at: new Date().toISOString(), target: server.url, embedded: false, jobId, identity: 'burst team' })}\n`);
+    const withoutKey = await runCommand(process.execPath, [BIN, 'cleanup'], isolatedEnv({ REPORTS_DIR: run.reports, ...env }));
+    assert.equal(withoutKey.code, 2, withoutKey.log);
+    assert.match(withoutKey.log, /created by the burst team, whose key was not given; run the cleanup with BURST_API_KEY too/);
+    assert.equal(server.activeSessions().length, 1);
+    const withKey = await runCommand(process.execPath, [BIN, 'cleanup'], isolatedEnv({ REPORTS_DIR: run.reports, ...env, BURST_API_KEY: SECRETS[2] }));
+    assert.equal(withKey.code, 0, withKey.log);
+    assert.equal(server.activeSessions().length, 0);
+    assert.deepEqual(filesContaining(withoutKey.log + withKey.log), [], 'keys in the output');
+  } finally {
+    await server.close();
+  }
+});
+
 test('errors of the run are not failures of the target: a target that stops answering, or provisioning that fails, exits 2', async () => {
   // Answers the reachability probe, then never answers again: every request times out.
   const silent = http.createServer((req, res) => void (req.method === 'OPTIONS' && res.end()));
@@ -186,6 +221,8 @@ test('bad configurations stop before any test with one message and exit code 2',
     [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, /unreachable/],
     [{ BASE_URL: 'http://api.example.com', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, /plain http to api\.example\.com: the keys would travel in clear/],
     [{ API_KEY: 'a-key-0001' }, /without BASE_URL/],
+    [{ BURST_API_KEY: 'c-key-0003' }, /without BASE_URL/],
+    [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002', BURST_API_KEY: 'a-key-0001' }, /BURST_API_KEY is the same key as API_KEY or FOREIGN_API_KEY/],
     [{ BURST_REQUESTS: 'many' }, /BURST_REQUESTS must be an integer/],
     [{ KNOWN_DEVIATIONS: 'missing.json' }, /does not exist/],
     [{ KNOWN_DEVIATIONS: unknownDeviation }, /entry 1 \("billing\/credits-of-a-renamed-test"\): "test" must be the id of a test/],

@@ -45,7 +45,7 @@ export const PLAYWRIGHT = path.join(ROOT, 'node_modules', '.bin', 'playwright');
 export function isolatedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, CONFORMANCE_IGNORE_DOTENV: '1', FORCE_COLOR: '0' };
   for (const name of Object.keys(env)) {
-    if (/^(BASE_URL|API_KEY|FOREIGN_API_KEY|KNOWN_DEVIATIONS|STRICT|REPORTS_DIR|CI|SEQUENCE_.*|CONFORMANCE_EMBEDDED_URL)$/.test(name)) delete env[name];
+    if (/^(BASE_URL|API_KEY|FOREIGN_API_KEY|BURST_API_KEY|KNOWN_DEVIATIONS|STRICT|REPORTS_DIR|CI|SEQUENCE_.*|CONFORMANCE_EMBEDDED_URL)$/.test(name)) delete env[name];
   }
   return { ...env, ...extra };
 }

@@ -286,7 +286,7 @@ describe('the kit as a package and as a GitHub Action', { concurrency: true }, (
 
   test('the action with a bad target: keys stay out of commands and reports, the verdict is error, and the last step fails the job', async () => {
     const workspace = tempDir('conformance-workspace-');
-    const run = await runAction(ROOT, workspace, { 'base-url': 'not-a-url', 'api-key': SECRETS[0], 'foreign-api-key': SECRETS[1] });
+    const run = await runAction(ROOT, workspace, { 'base-url': 'not-a-url', 'api-key': SECRETS[0], 'foreign-api-key': SECRETS[1], 'burst-api-key': SECRETS[2] });
     const log = logOf(run);
     assert.equal(run.outputs.verdict, 'error', log);
     assert.equal(run.outputs['exit-code'], '2');
@@ -298,7 +298,7 @@ describe('the kit as a package and as a GitHub Action', { concurrency: true }, (
     assert.deepEqual(filesContaining(run.summary), [], 'keys in the job summary');
     assert.deepEqual(filesContaining(workspace), [], 'keys in the reports');
     const action = readFileSync(path.join(ROOT, 'action.yml'), 'utf8');
-    assert.doesNotMatch(action.replace(/^\s+(API_KEY|FOREIGN_API_KEY): \$\{\{ inputs\.(api-key|foreign-api-key) \}\}$/gm, ''), /inputs\.(api-key|foreign-api-key)/, 'keys reach the suite through env only');
+    assert.doesNotMatch(action.replace(/^\s+(API_KEY|FOREIGN_API_KEY|BURST_API_KEY): \$\{\{ inputs\.(api-key|foreign-api-key|burst-api-key) \}\}$/gm, ''), /inputs\.(api-key|foreign-api-key|burst-api-key)/, 'keys reach the suite through env only');
   });
 
   test('the job summary lists failures, known deviations with their reasons, errors of the run and tests not run; a worse exit code of the run wins', () => {

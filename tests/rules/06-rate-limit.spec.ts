@@ -1,7 +1,9 @@
 /**
- * One burst per run (each costs a whole rate-limit window on a real target), under Playwright's
- * built-in "-exclusive-" lock: it runs once no other test is running, so it neither starves the
- * other tests of their limit nor disturbs the durations they measure.
+ * One burst per run (each costs a whole rate-limit window on a real target). It drains the limit
+ * of a team of its own where there is one (the embedded reference's third team, or BURST_API_KEY)
+ * and runs beside the other tests. Otherwise it drains the owner's, under Playwright's built-in
+ * "-exclusive-" lock: it runs once no other test is running, so it neither starves the other tests
+ * of their limit nor disturbs the durations they measure.
  */
 import { randomUUID } from 'node:crypto';
 import { test, expect } from '../support/fixtures';
@@ -10,9 +12,11 @@ import { interactPath, summary, type Answer } from '../support/client';
 import type { Session } from '../support/sessions';
 import { checkSurvived, expectRevealsNothing, ownerValuesOf } from '../support/refusals';
 import { spec } from '../support/rules';
+import { loadSettings } from '../support/settings';
+import { burstHasOwnTeam } from '../support/target';
 
 /**
- * Two live sessions go into the burst: the owner stops the first once a 429 shows the limiter
+ * Two live sessions go into the burst: their owner stops the first once a 429 shows the limiter
  * saturated, and the second likewise if the first got through (a window boundary can fall just
  * between), so that a throttled stop is almost always there to check.
  */
@@ -20,32 +24,39 @@ const CANDIDATES = 2;
 
 test(
   'a burst of concurrent stops gets at least one 429 and otherwise 404, a stop it throttled does nothing, and the limiter recovers',
-  spec('rate-limit/burst'),
-  async ({ api, sessions, session, identities, settings, check }, testInfo) => {
-    const candidates = [session, ...(await Promise.all(Array.from({ length: CANDIDATES - 1 }, () => sessions.provision())))];
+  { ...spec('rate-limit/burst'), ...(burstHasOwnTeam(loadSettings()) ? {} : { lock: '-exclusive-' }) },
+  async ({ api, sessions, identities, settings, check }, testInfo) => {
+    const team = identities.burst ?? identities.owner;
+    const candidates = await test.step(`the ${team.name} provisions ${CANDIDATES} sessions`, () =>
+      Promise.all(Array.from({ length: CANDIDATES }, () => sessions.provision({ as: team }))),
+    );
     const unknown = interactPath(randomUUID());
     const answers: Answer[] = [];
     const stops: { session: Session; answer: Answer }[] = [];
     let pending: Promise<unknown> | undefined;
-    const started = performance.now();
-    await test.step(`send ${settings.burstRequests} stops of an unknown job, ${settings.burstConcurrency} at a time; once one gets 429, the owner also stops a live session`, async () => {
-      let next = 0;
-      const stopNext = async (candidate: Session) => {
-        stops.push({ session: candidate, answer: await api.send({ method: 'DELETE', path: interactPath(candidate.jobId), as: identities.owner, on429: 'once' }) });
-        pending = undefined;
-      };
-      const lane = async () => {
-        while (next < settings.burstRequests) {
-          next += 1;
-          const answer = await api.send({ method: 'DELETE', path: unknown, as: identities.owner, on429: 'once', attach: false });
-          answers.push(answer);
-          const throttled = stops.some((stop) => stop.answer.status === 429);
-          if (answer.status === 429 && !pending && !throttled && stops.length < candidates.length) pending = stopNext(candidates[stops.length]);
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(settings.burstConcurrency, settings.burstRequests) }, lane));
-      await pending;
-    });
+    let started = 0;
+    await test.step(`the ${team.name} sends ${settings.burstRequests} stops of an unknown job, ${settings.burstConcurrency} at a time; once one gets 429, it also stops a live session of its own`, () =>
+      // No other request of the run is in flight meanwhile: the burst would widen the intervals they measure.
+      api.quietly(async () => {
+        started = performance.now();
+        let next = 0;
+        const stopNext = async (candidate: Session) => {
+          stops.push({ session: candidate, answer: await api.send({ method: 'DELETE', path: interactPath(candidate.jobId), as: team, on429: 'once' }) });
+          pending = undefined;
+        };
+        const lane = async () => {
+          while (next < settings.burstRequests) {
+            next += 1;
+            const answer = await api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false });
+            answers.push(answer);
+            const throttled = stops.some((stop) => stop.answer.status === 429);
+            if (answer.status === 429 && !pending && !throttled && stops.length < candidates.length) pending = stopNext(candidates[stops.length]);
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(settings.burstConcurrency, settings.burstRequests) }, lane));
+        await pending;
+      }),
+    );
     const counts: Record<number, number> = {};
     for (const answer of answers) counts[answer.status] = (counts[answer.status] ?? 0) + 1;
     await testInfo.attach('burst answers by status', {
@@ -60,16 +71,16 @@ test(
     const throttled = stops.find((stop) => stop.answer.status === 429);
     await check('throttled-reveals-nothing', () => {
       for (const { answer } of stops) expect([200, 429], `the owner's stop during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toContain(answer.status);
-      if (throttled) expectRevealsNothing(throttled.answer, ownerValuesOf([throttled.session.created], identities.ownerTeam, throttled.session.jobId));
+      if (throttled) expectRevealsNothing(throttled.answer, ownerValuesOf([throttled.session.created], identities.burst ? identities.burstTeam : identities.ownerTeam, throttled.session.jobId));
     });
 
     const recovered = await test.step('wait for the limiter to recover (back-off, Retry-After when given)', () =>
-      api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: identities.owner, on429: 'return-last' }),
+      api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: team, on429: 'return-last' }),
     );
     await check('recovers', () => expect(recovered.status, `the limiter must recover within BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}: ${summary(recovered)}`).toBe(404));
 
     if (!throttled) notVerifiable(`none of the owner's ${stops.length} stops during the burst was throttled (each got through), so whether a throttled stop does nothing could not be checked`);
-    const stop = await test.step('the owner stops the session the burst throttled', () => api.send({ method: 'DELETE', path: interactPath(throttled.session.jobId), as: identities.owner }));
+    const stop = await test.step(`the ${team.name} stops the session the burst throttled`, () => api.send({ method: 'DELETE', path: interactPath(throttled.session.jobId), as: team }));
     await checkSurvived(check, 'throttled-stop-did-nothing', stop, throttled.session, throttled.answer, settings);
   },
 );

@@ -21,6 +21,7 @@ import tls from 'node:tls';
 import zlib from 'node:zlib';
 import type { Fixtures } from '@playwright/test';
 import { BackoffQueue } from './backoff-queue';
+import { QuietSpell } from './quiet-spell';
 import { Ledger, ledgerFile } from './ledger';
 import { redact, redactAuthorization, redactHeaders } from './redact';
 import { RunError } from './errors';
@@ -202,7 +203,10 @@ function decode(body: Buffer, encoding: string | undefined, maxBytes: number): B
 
 export interface ClientOptions {
   target: Target;
-  /** With `reportsDir`, requests that back off take turns with the run's other workers (backoff-queue.ts). */
+  /**
+   * With `reportsDir`, requests that back off take turns with the run's other workers
+   * (backoff-queue.ts), and wait while another worker's burst sends (quiet-spell.ts).
+   */
   settings: Pick<Settings, 'requestTimeoutMs' | 'maxBodyBytes' | 'backoffBudgetMs'> & Partial<Pick<Settings, 'reportsDir'>>;
   /** Where exchanges are attached (a test's report); nothing is attached without it. */
   attach?: (name: string, body: string) => Promise<void>;
@@ -218,29 +222,38 @@ export function createClient(options: ClientOptions) {
   const { signal } = controller;
   // The burst has hundreds of requests in flight on one signal.
   setMaxListeners(0, signal);
+  const spell = settings.reportsDir ? new QuietSpell(settings.reportsDir, target.baseURL) : undefined;
   return {
     target,
     backoffBudgetMs: settings.backoffBudgetMs,
     /** Aborted by `cancel`: the client's requests and back-off waits end at once. */
     signal,
     cancel: () => controller.abort(),
+    /** Runs `send` while no other worker's request is in flight (at most REQUEST_TIMEOUT_MS is waited for them), holding theirs back. */
+    quietly: <T>(send: () => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, signal, send) : send()),
     async send(request: SendOptions): Promise<Answer> {
       const on429 = request.on429 ?? (request.as.withoutValidKey ? 'once' : 'retry');
-      const queue = on429 !== 'once' && settings.reportsDir ? new BackoffQueue(settings.reportsDir, target.baseURL) : undefined;
+      const queue = on429 !== 'once' && settings.reportsDir ? new BackoffQueue(settings.reportsDir, target.baseURL, request.as.name) : undefined;
       const started = performance.now();
       const deadline = started + settings.backoffBudgetMs;
-      const cancelled = () => {
-        throw new RunError(`${request.method} ${request.path} as ${request.as.name}: cancelled while backing off after 429, its test had ended`);
+      const cancelled = (while_: string) => () => {
+        throw new RunError(`${request.method} ${request.path} as ${request.as.name}: cancelled while ${while_}, its test had ended`);
       };
       try {
         for (let attempts = 1; ; attempts++) {
-          await queue?.turn(deadline, signal).catch(cancelled);
-          const answer = await sendOnce(options, signal, request, attempts);
+          await queue?.turn(deadline, signal).catch(cancelled('waiting its turn after 429'));
+          await spell?.enter(deadline, signal).catch(cancelled("waiting for another worker's burst"));
+          let answer: Answer;
+          try {
+            answer = await sendOnce(options, signal, request, attempts);
+          } finally {
+            spell?.leave();
+          }
           if (answer.status === 429 && on429 !== 'once') {
             queue?.join();
             const wait = retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
             if (performance.now() + wait <= deadline) {
-              await sleep(wait, undefined, { signal }).catch(cancelled);
+              await sleep(wait, undefined, { signal }).catch(cancelled('backing off after 429'));
               continue;
             }
             if (on429 === 'retry') {

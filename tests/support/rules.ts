@@ -13,8 +13,6 @@ export type Level = 'must' | 'should' | 'inferred';
 interface TestEntry {
   level: Level;
   checks: readonly string[];
-  /** Runs alone, once no other test is running (Playwright's built-in lock). */
-  exclusive?: boolean;
 }
 
 interface RuleEntry {
@@ -86,7 +84,7 @@ export const RULES = {
     section: 'Errors › Rate and concurrency; Limits',
     file: 'rules/06-rate-limit.spec.ts',
     tests: {
-      burst: { level: 'must', checks: ['limited', 'other-answers', 'recovers', 'throttled-reveals-nothing', 'throttled-stop-did-nothing'], exclusive: true },
+      burst: { level: 'must', checks: ['limited', 'other-answers', 'recovers', 'throttled-reveals-nothing', 'throttled-stop-did-nothing'] },
     },
   },
   'stop-is-final': {
@@ -159,8 +157,8 @@ const TEST_ID = 'test-id';
 
 /** The details every test is declared with: its level as a tag, its id as the one annotation. */
 export function spec(id: TestId): TestDetails {
-  const { level, exclusive } = entryOf(id);
-  return { tag: `@${level}`, annotation: { type: TEST_ID, description: id }, ...(exclusive ? { lock: '-exclusive-' } : {}) };
+  const { level } = entryOf(id);
+  return { tag: `@${level}`, annotation: { type: TEST_ID, description: id } };
 }
 
 /** The stable id of a test, from its annotations (Playwright's or a JSON report's). */

@@ -20,6 +20,8 @@ export interface Session {
   scrape: Answer;
   /** The interact call that created the session: the session began inside its sentAt..receivedAt. */
   created: Answer;
+  /** The team that owns it: the owner, or the burst team for the rate-limit burst. */
+  owner: Identity;
 }
 
 export interface ProvisionOptions {
@@ -27,6 +29,8 @@ export interface ProvisionOptions {
   gapMs?: number;
   /** Leave the exchanges out of the report (the sequences rule attaches its own history instead). */
   quiet?: boolean;
+  /** The team that owns the session: the owner unless said otherwise. */
+  as?: Identity;
 }
 
 /** What the sessions' code runs: cheap, and billed at the code rate (a prompt bills more). */
@@ -46,8 +50,8 @@ export interface SessionsOptions {
 
 /** The sessions of one test (or one history of the sequences rule): provisioned, used, and stopped afterwards. */
 export class Sessions {
-  /** Every job a session may have followed, in the order created. */
-  private readonly created: string[] = [];
+  /** Every job a session may have followed, in the order created, with the team that owns it. */
+  private readonly created: { jobId: string; owner: Identity }[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(private readonly options: SessionsOptions) {}
@@ -65,58 +69,58 @@ export class Sessions {
 
   /** A scrape job that never gets a session. */
   jobWithoutSession(): Promise<{ jobId: string; scrape: Answer }> {
-    return this.scrape(false);
+    return this.scrape(false, false, this.owner);
   }
 
   /**
    * Another interact call on a session, as real clients make between creating and stopping it.
    * On a session an owner's stop had ended, a 200 may begin a new one: the ledger opens it again.
    */
-  async interact({ jobId }: Pick<Session, 'jobId'>, { quiet = false } = {}): Promise<Answer> {
+  async interact({ jobId, owner = this.owner }: Pick<Session, 'jobId'> & Partial<Pick<Session, 'owner'>>, { quiet = false } = {}): Promise<Answer> {
     const { api, ledger, testId } = this.options;
-    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: this.owner, data: INTERACT_BODY, attach: !quiet });
+    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet });
     if (answer.status === 200 && ledger.endedHere(api.target.baseURL, jobId)) {
-      ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: this.owner.name, test: testId });
+      ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
     }
     return answer;
   }
 
   /**
-   * Stops, as the owner, every session this test created that no owner's stop ended. Waits for
+   * Stops, as its owner, every session this test created that no owner's stop ended. Waits for
    * provisioning still in flight first. Returns one line per session it could not stop.
    */
   async cleanup(cleaner: Client): Promise<string[]> {
     await Promise.allSettled(this.inFlight);
     const problems: string[] = [];
-    for (const jobId of this.created) {
+    for (const { jobId, owner } of this.created) {
       if (this.options.ledger.endedHere(this.options.api.target.baseURL, jobId)) continue;
-      const problem = await stopAsOwner(cleaner, this.owner, jobId);
+      const problem = await stopAsOwner(cleaner, owner, jobId);
       if (problem) problems.push(`${jobId} (${problem})`);
     }
     return problems;
   }
 
   /** A scrape job; it goes in the ledger when a session may follow (`forSession`). */
-  private async scrape(forSession: boolean, quiet = false): Promise<{ jobId: string; scrape: Answer }> {
+  private async scrape(forSession: boolean, quiet: boolean, owner: Identity): Promise<{ jobId: string; scrape: Answer }> {
     const { api, ledger, settings, testId } = this.options;
-    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: this.owner, data: { url: settings.scrapeUrl }, attach: !quiet });
+    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl }, attach: !quiet });
     const jobId: unknown = answer.body?.data?.metadata?.scrapeId;
     if (forSession && typeof jobId === 'string' && PLAIN_ID.test(jobId)) {
-      ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: this.owner.name, test: testId });
-      this.created.push(jobId);
+      ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
+      this.created.push({ jobId, owner });
     }
     const problems = answer.status === 200 ? schemaErrors(answer.body, 'scrape-result') : [`status ${answer.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape must answer 200 with a scrape result (${problems.join('; ')}): ${summary(answer)}`);
     return { jobId: jobId as string, scrape: answer };
   }
 
-  private async provisionNow({ gapMs = 0, quiet = false }: ProvisionOptions = {}): Promise<Session> {
-    const { jobId, scrape } = await this.scrape(true, quiet);
+  private async provisionNow({ gapMs = 0, quiet = false, as: owner = this.owner }: ProvisionOptions = {}): Promise<Session> {
+    const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
-    const interact = await this.options.api.send({ method: 'POST', path: interactPath(jobId), as: this.owner, data: INTERACT_BODY, attach: !quiet });
+    const interact = await this.options.api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet });
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
-    return { jobId, scrape, created: interact };
+    return { jobId, scrape, created: interact, owner };
   }
 }
 
@@ -142,7 +146,7 @@ export const sessionFixtures: Fixtures<
 };
 
 /**
- * Stops, as each target's owner, every session the ledger holds open and `include` selects: for
+ * Stops, as the team that created it, every session the ledger holds open and `include` selects: for
  * the global teardown and `npm run cleanup`. An external target's sessions need its key, so only
  * those of the configured BASE_URL can be stopped.
  */
@@ -156,7 +160,13 @@ export async function stopOpenSessions(ledger: Ledger, settings: Settings, inclu
       continue;
     }
     const target = { baseURL: entry.target, embedded: entry.embedded };
-    const problem = await stopAsOwner(createClient({ target, settings, ledger }), identitiesFor(target, settings).owner, entry.jobId);
+    const identities = identitiesFor(target, settings);
+    const owner = [identities.owner, identities.burst].find((identity) => identity?.name === entry.identity);
+    if (!owner) {
+      failed.push(`${label}: created by the ${entry.identity}, whose key was not given; run the cleanup with BURST_API_KEY too`);
+      continue;
+    }
+    const problem = await stopAsOwner(createClient({ target, settings, ledger }), owner, entry.jobId);
     if (problem) failed.push(`${label}: ${problem}`);
     else stopped.push(label);
   }

@@ -15,6 +15,8 @@ export interface Settings {
   embedded: boolean;
   apiKey?: string;
   foreignApiKey?: string;
+  /** A third team's key: the rate-limit burst drains its limiter instead of the owner's, beside the other tests. */
+  burstApiKey?: string;
   scrapeUrl: string;
   burstRequests: number;
   burstConcurrency: number;
@@ -51,6 +53,7 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'BASE_URL', flag: '--base-url', default: 'embedded reference', meaning: 'Address of the target, without /v2. Unset: the embedded reference is started on an ephemeral port.' },
   { env: 'API_KEY', default: 'fixture key', meaning: "Key of the team that owns the sessions the suite creates (required with BASE_URL)." },
   { env: 'FOREIGN_API_KEY', default: 'fixture key', meaning: "Key of another team (required with BASE_URL, must differ)." },
+  { env: 'BURST_API_KEY', default: 'fixture key; none with BASE_URL', meaning: "Key of a third team (optional, must differ). The burst then drains that team's limit and runs beside the other tests; without it, it drains the owner's and runs alone, last. Only for a target that limits per team." },
   { env: 'KNOWN_DEVIATIONS', flag: '--known-deviations', default: 'none', meaning: 'Known-deviations file of the target.' },
   { env: 'STRICT', flag: '--strict', default: '0', meaning: 'With 1, a test that cannot be verified fails the gate.' },
   { env: 'REPORTS_DIR', flag: '--reports', default: 'reports', meaning: 'Folder of the reports and the ledger, relative to the working directory.' },
@@ -153,23 +156,25 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
   return settings;
 }
 
-/** The target and its keys: an external BASE_URL with two teams' keys, or the embedded reference with none. */
-function readTarget(env: NodeJS.ProcessEnv, problems: string[], allowInsecureHttp: boolean): Pick<Settings, 'baseURL' | 'embedded' | 'apiKey' | 'foreignApiKey'> {
+/** The target and its keys: an external BASE_URL with two or three teams' keys, or the embedded reference with none. */
+function readTarget(env: NodeJS.ProcessEnv, problems: string[], allowInsecureHttp: boolean): Pick<Settings, 'baseURL' | 'embedded' | 'apiKey' | 'foreignApiKey' | 'burstApiKey'> {
   const external = env.BASE_URL ? normaliseBaseURL(env.BASE_URL, allowInsecureHttp, problems) : undefined;
   const apiKey = env.API_KEY || undefined;
   const foreignApiKey = env.FOREIGN_API_KEY || undefined;
+  const burstApiKey = env.BURST_API_KEY || undefined;
   if (env.BASE_URL) {
     if (!apiKey) problems.push("BASE_URL is set but API_KEY (the owner team's key) is not.");
     if (!foreignApiKey) problems.push("BASE_URL is set but FOREIGN_API_KEY (another team's key) is not.");
-  } else if (apiKey || foreignApiKey) {
-    problems.push('API_KEY or FOREIGN_API_KEY is set without BASE_URL: set BASE_URL to test that target, or unset the keys to test the embedded reference.');
+  } else if (apiKey || foreignApiKey || burstApiKey) {
+    problems.push('API_KEY, FOREIGN_API_KEY or BURST_API_KEY is set without BASE_URL: set BASE_URL to test that target, or unset the keys to test the embedded reference.');
   }
   if (apiKey && apiKey === foreignApiKey) problems.push('API_KEY and FOREIGN_API_KEY are the same key: the foreign key must belong to another team.');
-  for (const [name, key] of [['API_KEY', apiKey], ['FOREIGN_API_KEY', foreignApiKey]] as const) {
+  if (burstApiKey && (burstApiKey === apiKey || burstApiKey === foreignApiKey)) problems.push("BURST_API_KEY is the same key as API_KEY or FOREIGN_API_KEY: it must belong to a third team.");
+  for (const [name, key] of [['API_KEY', apiKey], ['FOREIGN_API_KEY', foreignApiKey], ['BURST_API_KEY', burstApiKey]] as const) {
     if (key && /\s/.test(key)) problems.push(`${name} contains white space.`);
     if (key && key.length < 8) problems.push(`${name} is shorter than 8 characters: is it really a key?`);
   }
-  return { baseURL: external ?? (env[EMBEDDED_URL_VARIABLE] || undefined), embedded: !env.BASE_URL, apiKey, foreignApiKey };
+  return { baseURL: external ?? (env[EMBEDDED_URL_VARIABLE] || undefined), embedded: !env.BASE_URL, apiKey, foreignApiKey, burstApiKey };
 }
 
 /** The billing rule's holds, scrape gap and tolerance, consistent with one another. */

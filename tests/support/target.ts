@@ -43,11 +43,25 @@ export function targetFrom(settings: Settings): Target {
   return { baseURL: settings.baseURL, embedded: settings.embedded };
 }
 
-/** The owner's and the foreign team's keys, and what else is known of the owner team. */
-export function keysOf(target: Target, settings: Settings): { apiKey: string; foreignApiKey: string; ownerTeam: string[] } {
-  if (!target.embedded) return { apiKey: settings.apiKey!, foreignApiKey: settings.foreignApiKey!, ownerTeam: [] };
-  const [owner, foreign] = (JSON.parse(readFileSync(TEAMS_FILE, 'utf8')) as { teams: Team[] }).teams;
-  return { apiKey: owner.keys[0], foreignApiKey: foreign.keys[0], ownerTeam: [owner.id, owner.name] };
+interface Keys {
+  apiKey: string;
+  foreignApiKey: string;
+  burstApiKey?: string;
+  /** What else is known of the owner team and of the burst team (for the embedded reference: ids and names). */
+  ownerTeam: string[];
+  burstTeam: string[];
+}
+
+/** The owner's, the foreign team's and, when there is one, the burst team's keys. */
+export function keysOf(target: Target, settings: Settings): Keys {
+  if (!target.embedded) return { apiKey: settings.apiKey!, foreignApiKey: settings.foreignApiKey!, burstApiKey: settings.burstApiKey, ownerTeam: [], burstTeam: [] };
+  const [owner, foreign, burst] = (JSON.parse(readFileSync(TEAMS_FILE, 'utf8')) as { teams: Team[] }).teams;
+  return { apiKey: owner.keys[0], foreignApiKey: foreign.keys[0], burstApiKey: burst?.keys[0], ownerTeam: [owner.id, owner.name], burstTeam: burst ? [burst.id, burst.name] : [] };
+}
+
+/** Whether the burst has a team of its own (the embedded reference's third team, or BURST_API_KEY). */
+export function burstHasOwnTeam(settings: Settings): boolean {
+  return keysOf({ baseURL: settings.baseURL ?? '', embedded: settings.embedded }, settings).burstApiKey !== undefined;
 }
 
 /** The owner's key with the case of every letter swapped, or undefined when it has no letter. */
@@ -60,24 +74,28 @@ export type IdentityName =
   | 'owner' | 'foreign' | 'noKey' | 'emptyToken' | 'garbage' | 'unknownKey'
   | 'keyCaseChanged' | 'keyExtended' | 'keyTruncated' | 'basicScheme' | 'tokenScheme' | 'lowerCaseBearer';
 
-/** Every caller the suite plays, and what is known of the owner team (for the embedded reference: its id and name). */
-export type Identities = Record<IdentityName, Identity> & { ownerTeam: string[] };
+/**
+ * Every caller the suite plays, and what is known of the owner team (for the embedded reference:
+ * its id and name). `burst`, when there is a third team, owns the sessions of the rate-limit burst.
+ */
+export type Identities = Record<IdentityName, Identity> & { burst?: Identity; ownerTeam: string[]; burstTeam: string[] };
 
 /**
- * Registers both keys, and the near-miss forms of the owner's key the suite sends, for redaction:
+ * Registers every key, and the near-miss forms of the owner's key the suite sends, for redaction:
  * in the workers before any request, and in the runner before any report. Returns those forms.
  */
 export function registerKeys(target: Target, settings: Settings) {
-  const { apiKey, foreignApiKey } = keysOf(target, settings);
+  const { apiKey, foreignApiKey, burstApiKey } = keysOf(target, settings);
   const nearMisses = { caseChanged: caseChanged(apiKey), extended: `${apiKey}Zz9`, truncated: apiKey.slice(0, -1) };
   registerSecret(apiKey, 'API_KEY');
   registerSecret(foreignApiKey, 'FOREIGN_API_KEY');
+  if (burstApiKey) registerSecret(burstApiKey, 'BURST_API_KEY');
   for (const form of Object.values(nearMisses)) registerSecret(form, 'NEAR_API_KEY');
   return nearMisses;
 }
 
 export function identitiesFor(target: Target, settings: Settings): Identities {
-  const { apiKey, foreignApiKey, ownerTeam } = keysOf(target, settings);
+  const { apiKey, foreignApiKey, burstApiKey, ownerTeam, burstTeam } = keysOf(target, settings);
   const nearMisses = registerKeys(target, settings);
   const bearer = (key: string | undefined) => (key === undefined ? undefined : `Bearer ${key}`);
   return {
@@ -93,7 +111,9 @@ export function identitiesFor(target: Target, settings: Settings): Identities {
     basicScheme: { name: "owner's key under Basic", authorization: `Basic ${apiKey}`, withoutValidKey: true },
     tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}`, withoutValidKey: true },
     lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${apiKey}` },
+    ...(burstApiKey ? { burst: { name: 'burst team', authorization: `Bearer ${burstApiKey}`, owner: true as const } } : {}),
     ownerTeam,
+    burstTeam,
   };
 }
 
