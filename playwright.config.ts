@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { defineConfig } from '@playwright/test';
 import { loadSettingsOrExit } from './tests/support/settings';
-import { registerKeys } from './tests/support/target';
+import { burstHasOwnTeam, registerKeys } from './tests/support/target';
 import type { SummaryOptions } from './tests/support/summary-reporter';
 import { version } from './package.json';
 
@@ -36,6 +36,7 @@ export default defineConfig({
           embedded_reference: String(settings.embedded),
           known_deviations: settings.knownDeviationsFile ? path.basename(settings.knownDeviationsFile) : 'none',
           strict: String(settings.strict),
+          burst: burstHasOwnTeam(settings) ? "a third team's limit, beside the other tests" : "the owner's limit, alone, last",
           suite_version: version,
           node: process.version,
         },

@@ -1,9 +1,9 @@
 /**
  * Playwright configuration for running the suite against many reference variants at once: one
  * project per variant, aimed at its own server (selftest/matrix.ts starts them and passes their
- * addresses in SELFTEST_TARGETS). SELFTEST_PART picks the burst's file or every other file: the
- * burst holds Playwright's "-exclusive-" lock, which would hold every other variant back, so the
- * matrix runs the bursts in other Playwright processes beside the first.
+ * addresses in SELFTEST_TARGETS). SELFTEST_PART picks the burst's file or every other file: each
+ * burst waits about a second for its limiter to recover, in a worker a variant would otherwise keep
+ * for all its rules, so the matrix runs the bursts in other Playwright processes beside the first.
  */
 import path from 'node:path';
 import { defineConfig } from '@playwright/test';
