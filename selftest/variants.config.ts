@@ -13,7 +13,7 @@ import { RULES, type RuleId } from '../tests/support/rules';
 /** `rules`: the spec files to run against the variant (all when absent); `seeds`, `runs`: of the sequences rule. */
 const targets: { name: string; url: string; rules?: RuleId[]; seeds?: number[]; runs?: number }[] = JSON.parse(process.env.SELFTEST_TARGETS ?? '[]');
 const burstFile = path.basename(RULES['rate-limit'].file);
-/** `rest`, or `burst-<n>`: the bursts are split among several processes, each holding its own lock. */
+/** `rest`, or `burst-<n>`: the bursts are split among several processes, one burst at a time in each. */
 const part = process.env.SELFTEST_PART ?? 'rest';
 const bursts = part.startsWith('burst');
 const output = process.env.SELFTEST_OUTPUT ?? path.join(__dirname, '..', 'reports', 'selftest');

@@ -1,9 +1,9 @@
 /**
  * One burst per run (each costs a whole rate-limit window on a real target). It drains the limit
  * of a team of its own where there is one (the embedded reference's third team, or BURST_API_KEY)
- * and runs beside the other tests. Otherwise it drains the owner's, under Playwright's built-in
- * "-exclusive-" lock: it runs once no other test is running, so it neither starves the other tests
- * of their limit nor disturbs the durations they measure.
+ * and runs beside the other tests, apart from other bursts. Otherwise it drains the owner's, under
+ * Playwright's built-in "-exclusive-" lock: it runs once no other test is running, so it neither
+ * starves the other tests of their limit nor disturbs the durations they measure.
  */
 import { randomUUID } from 'node:crypto';
 import { test, expect } from '../support/fixtures';
@@ -24,9 +24,14 @@ const CANDIDATES = 2;
 
 test(
   'a burst of concurrent stops gets at least one 429 and otherwise 404, a stop it throttled does nothing, and the limiter recovers',
-  { ...spec('rate-limit/burst'), ...(burstHasOwnTeam(loadSettings()) ? {} : { lock: '-exclusive-' }) },
+  { ...spec('rate-limit/burst'), lock: burstHasOwnTeam(loadSettings()) ? 'rate-limit-burst' : '-exclusive-' },
   async ({ api, sessions, identities, settings, check }, testInfo) => {
-    const team = identities.burst ?? identities.owner;
+    const [team, teamValues] = identities.burst ? [identities.burst, identities.burstTeam] : [identities.owner, identities.ownerTeam];
+    const recover = () =>
+      test.step('wait for the limiter to recover (back-off, Retry-After when given)', () =>
+        api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: team, on429: 'return-last' }),
+      );
+    let recovered: Answer | undefined;
     const candidates = await test.step(`the ${team.name} provisions ${CANDIDATES} sessions`, () =>
       Promise.all(Array.from({ length: CANDIDATES }, () => sessions.provision({ as: team }))),
     );
@@ -34,11 +39,11 @@ test(
     const answers: Answer[] = [];
     const stops: { session: Session; answer: Answer }[] = [];
     let pending: Promise<unknown> | undefined;
-    let started = 0;
+    let burstMs = 0;
     await test.step(`the ${team.name} sends ${settings.burstRequests} stops of an unknown job, ${settings.burstConcurrency} at a time; once one gets 429, it also stops a live session of its own`, () =>
       // No other request of the run is in flight meanwhile: the burst would widen the intervals they measure.
       api.quietly(async () => {
-        started = performance.now();
+        const started = performance.now();
         let next = 0;
         const stopNext = async (candidate: Session) => {
           stops.push({ session: candidate, answer: await api.send({ method: 'DELETE', path: interactPath(candidate.jobId), as: team, on429: 'once' }) });
@@ -55,12 +60,24 @@ test(
         };
         await Promise.all(Array.from({ length: Math.min(settings.burstConcurrency, settings.burstRequests) }, lane));
         await pending;
+        burstMs = Math.round(performance.now() - started);
+        // A burst team whose limit is not its own (a limit per client address, say) drained the others' too: they wait for its recovery.
+        if (identities.burst && answers.some((answer) => answer.status === 429)) {
+          const ownersToo = await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: identities.owner, on429: 'once' });
+          if (ownersToo.status === 429) {
+            testInfo.annotations.push({
+              type: 'note',
+              description: "right after the burst the owner's requests were throttled too: the burst team's limit seems shared with the owner's (or the owner's own traffic used its limit up), so every other request waited for the limit to recover. For a target that limits per client address, leave BURST_API_KEY out.",
+            });
+            recovered = await recover();
+          }
+        }
       }),
     );
     const counts: Record<number, number> = {};
     for (const answer of answers) counts[answer.status] = (counts[answer.status] ?? 0) + 1;
     await testInfo.attach('burst answers by status', {
-      body: JSON.stringify({ requests: answers.length, durationMs: Math.round(performance.now() - started), counts, ownerStops: stops.map((stop) => stop.answer.status) }, null, 2),
+      body: JSON.stringify({ requests: answers.length, durationMs: burstMs, counts, ownerStops: stops.map((stop) => stop.answer.status) }, null, 2),
       contentType: 'application/json',
     });
     await check('limited', () => expect(counts[429] ?? 0, `at least one of ${answers.length} concurrent requests is rate limited; statuses: ${JSON.stringify(counts)}`).toBeGreaterThan(0));
@@ -70,16 +87,14 @@ test(
     });
     const throttled = stops.find((stop) => stop.answer.status === 429);
     await check('throttled-reveals-nothing', () => {
-      for (const { answer } of stops) expect([200, 429], `the owner's stop during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toContain(answer.status);
-      if (throttled) expectRevealsNothing(throttled.answer, ownerValuesOf([throttled.session.created], identities.burst ? identities.burstTeam : identities.ownerTeam, throttled.session.jobId));
+      for (const { answer } of stops) expect([200, 429], `the ${team.name}'s stop of its own session during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toContain(answer.status);
+      if (throttled) expectRevealsNothing(throttled.answer, ownerValuesOf([throttled.session.created], teamValues, throttled.session.jobId));
     });
 
-    const recovered = await test.step('wait for the limiter to recover (back-off, Retry-After when given)', () =>
-      api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: team, on429: 'return-last' }),
-    );
-    await check('recovers', () => expect(recovered.status, `the limiter must recover within BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}: ${summary(recovered)}`).toBe(404));
+    const recovery = recovered ?? (await recover());
+    await check('recovers', () => expect(recovery.status, `the limiter must recover within BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}: ${summary(recovery)}`).toBe(404));
 
-    if (!throttled) notVerifiable(`none of the owner's ${stops.length} stops during the burst was throttled (each got through), so whether a throttled stop does nothing could not be checked`);
+    if (!throttled) notVerifiable(`none of the ${team.name}'s ${stops.length} stops during the burst was throttled (each got through), so whether a throttled stop does nothing could not be checked`);
     const stop = await test.step(`the ${team.name} stops the session the burst throttled`, () => api.send({ method: 'DELETE', path: interactPath(throttled.session.jobId), as: team }));
     await checkSurvived(check, 'throttled-stop-did-nothing', stop, throttled.session, throttled.answer, settings);
   },

@@ -1,6 +1,6 @@
 /**
  * Who sends next while the target rate-limits a team: a first-come queue the run's workers share,
- * one per identity (the hosted service limits each team on its own, so the burst team's wait holds
+ * one per team (the hosted service limits each team on its own, so the burst team's wait holds
  * back no one else). A request that got 429 takes a ticket (a file named by the time it first
  * waited); while tickets are out, only the oldest one's holder sends, and fresh requests wait
  * behind them. Without it, a test that sends several requests back to back takes every slot a
@@ -18,8 +18,8 @@ export class BackoffQueue {
   private readonly dir: string;
   private ticket?: string;
 
-  constructor(reportsDir: string, baseURL: string, identity: string) {
-    this.dir = path.join(reportsDir, '.backoff', createHash('sha1').update(`${baseURL}\n${identity}`).digest('hex').slice(0, 12));
+  constructor(reportsDir: string, baseURL: string, team: string) {
+    this.dir = path.join(reportsDir, '.backoff', createHash('sha1').update(`${baseURL}\n${team}`).digest('hex').slice(0, 12));
   }
 
   /** Takes a ticket, once: from now on this request waits its turn like the others. */

@@ -233,16 +233,19 @@ export function createClient(options: ClientOptions) {
     quietly: <T>(send: () => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, signal, send) : send()),
     async send(request: SendOptions): Promise<Answer> {
       const on429 = request.on429 ?? (request.as.withoutValidKey ? 'once' : 'retry');
-      const queue = on429 !== 'once' && settings.reportsDir ? new BackoffQueue(settings.reportsDir, target.baseURL, request.as.name) : undefined;
+      const queue = on429 !== 'once' && settings.reportsDir ? new BackoffQueue(settings.reportsDir, target.baseURL, request.as.team ?? request.as.name) : undefined;
       const started = performance.now();
       const deadline = started + settings.backoffBudgetMs;
-      const cancelled = (while_: string) => () => {
+      const cancelled = (while_: string) => (error: unknown) => {
+        if (!signal.aborted) throw error;
         throw new RunError(`${request.method} ${request.path} as ${request.as.name}: cancelled while ${while_}, its test had ended`);
       };
+      // A burst's spell lasts its sends, at most a few requests' timeouts, and, on a limit it shares, its recovery.
+      const spellDeadline = deadline + 4 * settings.requestTimeoutMs;
       try {
         for (let attempts = 1; ; attempts++) {
           await queue?.turn(deadline, signal).catch(cancelled('waiting its turn after 429'));
-          await spell?.enter(deadline, signal).catch(cancelled("waiting for another worker's burst"));
+          await spell?.enter(spellDeadline, signal).catch(cancelled("waiting for another worker's burst"));
           let answer: Answer;
           try {
             answer = await sendOnce(options, signal, request, attempts);

@@ -21,20 +21,20 @@ export class Ledger {
 
   created(entry: { target: string; embedded: boolean; jobId: string; identity: string; test?: string }): void {
     this.write({ event: 'created', at: new Date().toISOString(), ...entry });
-    this.endedInThisProcess.delete(`${entry.target} ${entry.jobId}`);
+    this.endedInThisProcess.delete(`${entry.target} ${entry.jobId} ${entry.identity}`);
   }
 
   ended(entry: { target: string; jobId: string; identity: string; status: number }): void {
     this.write({ event: 'ended', at: new Date().toISOString(), ...entry });
-    this.endedInThisProcess.add(`${entry.target} ${entry.jobId}`);
+    this.endedInThisProcess.add(`${entry.target} ${entry.jobId} ${entry.identity}`);
   }
 
-  /** Whether an owner's stop sent from this process ended the job's session. */
-  endedHere(target: string, jobId: string): boolean {
-    return this.endedInThisProcess.has(`${target} ${jobId}`);
+  /** Whether a stop by the team that owns the job, sent from this process, ended its session. */
+  endedHere(target: string, jobId: string, owner: string): boolean {
+    return this.endedInThisProcess.has(`${target} ${jobId} ${owner}`);
   }
 
-  /** Jobs created and not ended by an owner's stop, oldest first. */
+  /** Jobs created and not ended by a stop of the team that created them, oldest first. */
   open(): Extract<LedgerEntry, { event: 'created' }>[] {
     if (!existsSync(this.file)) return [];
     const open = new Map<string, Extract<LedgerEntry, { event: 'created' }>>();
@@ -48,7 +48,7 @@ export class Ledger {
       }
       const key = `${entry.target} ${entry.jobId}`;
       if (entry.event === 'created') open.set(key, entry);
-      else open.delete(key);
+      else if (open.get(key)?.identity === entry.identity) open.delete(key);
     }
     return [...open.values()];
   }

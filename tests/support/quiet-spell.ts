@@ -3,17 +3,19 @@
  * that the target and the cores it ties up do not widen the intervals other tests measure. A
  * process marks itself while it has a request in flight; the burst raises a flag, waits for the
  * other processes' marks to clear, sends, and lowers it; a request that finds a flag up waits.
- * Marking comes before looking at the flags, and raising the flag before looking at the marks,
- * so that one of the two always sees the other. Files of processes that ended are ignored.
+ * Marking comes before the last look at the flags, and raising the flag before looking at the
+ * marks, so that one of the two always sees the other. A flag holds the time it lapses, renewed
+ * while it is up: one a killed process left (whose id may be in use again) lapses within seconds.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { alive } from './backoff-queue';
 
 const inFlight = new Map<string, number>();
 const POLL_MS = 5;
+const FLAG_LIFE_MS = 3_000;
 
 export class QuietSpell {
   private readonly dir: string;
@@ -22,43 +24,64 @@ export class QuietSpell {
     this.dir = path.join(reportsDir, '.quiet', createHash('sha1').update(baseURL).digest('hex').slice(0, 12));
   }
 
-  /** Before a request: marks this process as sending, once no other process's burst is under way. */
+  /** Before a request: waits while another process's flag is up (until `deadline`), then marks this process as sending. */
   async enter(deadline: number, signal: AbortSignal): Promise<void> {
     for (;;) {
-      this.count(+1);
-      if (!this.others('quiet').length || performance.now() >= deadline) return;
-      this.count(-1);
-      await sleep(POLL_MS, undefined, { signal });
+      const waiting = performance.now() < deadline;
+      if (waiting && this.flagsOfOthers()) {
+        await sleep(POLL_MS, undefined, { signal });
+        continue;
+      }
+      this.mark(+1);
+      if (!waiting || !this.flagsOfOthers()) return;
+      this.mark(-1);
     }
   }
 
   /** After a request. */
   leave(): void {
-    this.count(-1);
+    this.mark(-1);
   }
 
   /** Runs `send` once no other process has a request in flight (or `drainMs` has passed), holding back theirs meanwhile. */
   async hold<T>(drainMs: number, signal: AbortSignal, send: () => Promise<T>): Promise<T> {
     const flag = path.join(this.dir, `quiet-${process.pid}`);
     mkdirSync(this.dir, { recursive: true });
-    writeFileSync(flag, '');
+    // Renamed into place, so that a reader never sees it half written.
+    const raise = () => {
+      writeFileSync(`${flag}.next`, String(Date.now() + FLAG_LIFE_MS));
+      renameSync(`${flag}.next`, flag);
+    };
+    raise();
+    const renewal = setInterval(raise, FLAG_LIFE_MS / 3);
     try {
       const until = performance.now() + drainMs;
       while (this.others('sending').length && performance.now() < until) await sleep(POLL_MS, undefined, { signal });
       return await send();
     } finally {
+      clearInterval(renewal);
       rmSync(flag, { force: true });
     }
   }
 
-  private count(step: 1 | -1): void {
+  private mark(step: 1 | -1): void {
     const now = (inFlight.get(this.dir) ?? 0) + step;
-    inFlight.set(this.dir, now);
-    const mark = path.join(this.dir, `sending-${process.pid}`);
+    const file = path.join(this.dir, `sending-${process.pid}`);
     if (step > 0 && now === 1) {
       mkdirSync(this.dir, { recursive: true });
-      writeFileSync(mark, '');
-    } else if (now === 0) rmSync(mark, { force: true });
+      writeFileSync(file, '');
+    } else if (now === 0) rmSync(file, { force: true });
+    inFlight.set(this.dir, now);
+  }
+
+  private flagsOfOthers(): boolean {
+    return this.others('quiet').some((pid) => {
+      try {
+        return Number(readFileSync(path.join(this.dir, `quiet-${pid}`), 'utf8')) > Date.now();
+      } catch {
+        return false; // lowered meanwhile
+      }
+    });
   }
 
   /** The live processes, other than this one, with a file of this kind. */
@@ -69,6 +92,6 @@ export class QuietSpell {
     } catch {
       return [];
     }
-    return names.filter((name) => name.startsWith(`${kind}-`)).map((name) => Number(name.slice(kind.length + 1))).filter((pid) => pid !== process.pid && alive(pid));
+    return names.filter((name) => name.startsWith(`${kind}-`) && !name.endsWith('.next')).map((name) => Number(name.slice(kind.length + 1))).filter((pid) => pid !== process.pid && alive(pid));
   }
 }

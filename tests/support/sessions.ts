@@ -79,7 +79,7 @@ export class Sessions {
   async interact({ jobId, owner = this.owner }: Pick<Session, 'jobId'> & Partial<Pick<Session, 'owner'>>, { quiet = false } = {}): Promise<Answer> {
     const { api, ledger, testId } = this.options;
     const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet });
-    if (answer.status === 200 && ledger.endedHere(api.target.baseURL, jobId)) {
+    if (answer.status === 200 && ledger.endedHere(api.target.baseURL, jobId, owner.name)) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
     }
     return answer;
@@ -93,7 +93,7 @@ export class Sessions {
     await Promise.allSettled(this.inFlight);
     const problems: string[] = [];
     for (const { jobId, owner } of this.created) {
-      if (this.options.ledger.endedHere(this.options.api.target.baseURL, jobId)) continue;
+      if (this.options.ledger.endedHere(this.options.api.target.baseURL, jobId, owner.name)) continue;
       const problem = await stopAsOwner(cleaner, owner, jobId);
       if (problem) problems.push(`${jobId} (${problem})`);
     }
@@ -163,7 +163,7 @@ export async function stopOpenSessions(ledger: Ledger, settings: Settings, inclu
     const identities = identitiesFor(target, settings);
     const owner = [identities.owner, identities.burst].find((identity) => identity?.name === entry.identity);
     if (!owner) {
-      failed.push(`${label}: created by the ${entry.identity}, whose key was not given; run the cleanup with BURST_API_KEY too`);
+      failed.push(`${label}: created by the ${entry.identity}, whose key was not given${entry.identity === 'burst team' ? '; run the cleanup with BURST_API_KEY too' : ''}`);
       continue;
     }
     const problem = await stopAsOwner(createClient({ target, settings, ledger }), owner, entry.jobId);

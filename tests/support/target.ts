@@ -23,6 +23,8 @@ export interface Identity {
   authorization?: string;
   /** Only the owner's answers settle a session in the ledger. */
   owner?: true;
+  /** The team whose rate limit a request with a valid key counts against (the back-off queue is per team). */
+  team?: string;
   /**
    * Carries no valid key. A 429 to such a request is its refusal (a keyless tier over its quota),
    * not a wait: the client takes it as the answer instead of backing off.
@@ -99,8 +101,8 @@ export function identitiesFor(target: Target, settings: Settings): Identities {
   const nearMisses = registerKeys(target, settings);
   const bearer = (key: string | undefined) => (key === undefined ? undefined : `Bearer ${key}`);
   return {
-    owner: { name: 'owner team', authorization: `Bearer ${apiKey}`, owner: true as const },
-    foreign: { name: 'foreign team', authorization: `Bearer ${foreignApiKey}` },
+    owner: { name: 'owner team', authorization: `Bearer ${apiKey}`, owner: true as const, team: 'owner' },
+    foreign: { name: 'foreign team', authorization: `Bearer ${foreignApiKey}`, team: 'foreign' },
     noKey: { name: 'no Authorization header', withoutValidKey: true },
     emptyToken: { name: 'Bearer with no token', authorization: 'Bearer ', withoutValidKey: true },
     garbage: { name: 'garbage credential', authorization: 'garbage%%not-a-credential', withoutValidKey: true },
@@ -110,8 +112,8 @@ export function identitiesFor(target: Target, settings: Settings): Identities {
     keyTruncated: { name: "owner's key without its last character", authorization: bearer(nearMisses.truncated), withoutValidKey: true },
     basicScheme: { name: "owner's key under Basic", authorization: `Basic ${apiKey}`, withoutValidKey: true },
     tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}`, withoutValidKey: true },
-    lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${apiKey}` },
-    ...(burstApiKey ? { burst: { name: 'burst team', authorization: `Bearer ${burstApiKey}`, owner: true as const } } : {}),
+    lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${apiKey}`, team: 'owner' },
+    ...(burstApiKey ? { burst: { name: 'burst team', authorization: `Bearer ${burstApiKey}`, owner: true as const, team: 'burst' } } : {}),
     ownerTeam,
     burstTeam,
   };
