@@ -5,7 +5,7 @@ type Bench = Record<string, any>;
 const row = (cells: unknown[]) => `| ${cells.map((cell) => (cell === undefined ? '–' : String(cell))).join(' | ')} |`;
 
 export function renderPerformance(bench: Bench): string {
-  const { suite, burst, timing, throughput, strictLimit, sequences } = bench;
+  const { suite, burst, timing, throughput, strictLimit, strictLimitBurstTeam, sequences } = bench;
   const lines = [
     '# Performance',
     '',
@@ -31,11 +31,15 @@ export function renderPerformance(bench: Bench): string {
     lines.push('', `## Order-only faults caught by the sequences rule, over ${sequences.seeds} seeds (default runs)`, '', '| Variant | Caught | Required by the matrix |', '| - | - | - |');
     for (const [name, count] of Object.entries(sequences.caught)) lines.push(row([name, `${count} of ${sequences.seeds}`, sequences.required.includes(name) ? 'yes' : 'no']));
   }
-  if (strictLimit) {
-    lines.push('', '## Against a target of 10 stop/interact requests per minute (`npm run bench:strict-limit`)', '');
-    lines.push(`No Retry-After, like the hosted service's free plan: exit ${strictLimit.exitCode} in ${strictLimit.minutes} minutes, ` +
-      `${strictLimit.rateLimitedRequests} requests to stop and interact (${strictLimit.throttled} of them answered 429), ` +
-      `${strictLimit.scrapes} scrapes, ${strictLimit.sessionsLeftRunning} sessions left running.`);
+  if (strictLimit || strictLimitBurstTeam) {
+    lines.push('', '## Against a target of 10 stop/interact requests per minute per team (`npm run bench:strict-limit`)', '');
+    lines.push("No Retry-After, like the hosted service's free plan.", '');
+    const runs: [string, Bench | undefined][] = [["Two teams' keys (the burst runs alone, last)", strictLimit], ['A third key, BURST_API_KEY (`-- --burst-team`; the burst runs beside the others)', strictLimitBurstTeam]];
+    for (const [keys, figures] of runs) {
+      if (!figures) continue;
+      lines.push(`- ${keys}: exit ${figures.exitCode} in ${figures.minutes} minutes, ${figures.rateLimitedRequests} requests to stop and interact ` +
+        `(${figures.throttled} of them answered 429), ${figures.scrapes} scrapes, ${figures.sessionsLeftRunning} sessions left running.`);
+    }
   }
   return `${lines.join('\n')}\n`;
 }
