@@ -227,6 +227,25 @@ const misbehaviours: Misbehaviour[] = [
 const SLOW_INTERACT = answersLate(3_000);
 const SLOW_SETTINGS = { ...SHORT, REQUEST_TIMEOUT_MS: '5000' };
 
+/**
+ * Cases 8 to 11: a run against a target whose interact answers late, caught once its first session
+ * exists; afterwards, every process group the run made is killed and the target closed.
+ */
+async function midRun(interrupt: (caught: { server: ReferenceServer; run: ReturnType<typeof start>; tree: ReturnType<typeof descendants>; groups: Set<number> }) => Promise<void>) {
+  const server = await createReferenceServer({ behaviour: SLOW_INTERACT });
+  const run = start(server, RULE, SLOW_SETTINGS);
+  const groups = new Set([run.child.pid!]);
+  try {
+    await until('a session on the server', () => server.activeSessions().length > 0);
+    const tree = descendants(run.child.pid!);
+    tree.forEach((p) => groups.add(p.pgid));
+    await interrupt({ server, run, tree, groups });
+  } finally {
+    killAll(groups);
+    await server.close();
+  }
+}
+
 describe('the command against hostile targets ends in bounded time, says what happened and leaves no session running', { concurrency: CONCURRENCY }, () => {
   after(() => {
     const header = ['case', 'exit', 'seconds', 'left', 'message'];
@@ -258,17 +277,11 @@ describe('the command against hostile targets ends in bounded time, says what ha
     });
   }
 
-  test('8. a Playwright worker killed with SIGKILL mid-test', async () => {
-    const server = await createReferenceServer({ behaviour: SLOW_INTERACT });
-    const run = start(server, RULE, SLOW_SETTINGS);
-    const groups = new Set([run.child.pid!]);
-    try {
-      await until('a session on the server', () => server.activeSessions().length > 0);
-      const tree = descendants(run.child.pid!);
+  test('8. a Playwright worker killed with SIGKILL mid-test', () =>
+    midRun(async ({ server, run, tree }) => {
       const runner = tree.find((p) => p.ppid === run.child.pid)!;
       const workers = tree.filter((p) => p.ppid === runner.pid);
       assert.equal(workers.length, 1, `one worker under Playwright's runner:\n${tree.map((p) => `${p.pid} ${p.ppid} ${p.args}`).join('\n')}`);
-      tree.forEach((p) => groups.add(p.pgid));
       process.kill(workers[0].pid, 'SIGKILL');
       const { code } = await run.exited;
       const seconds = run.seconds();
@@ -281,20 +294,11 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.ok(seconds < 30, `verdict after ${seconds.toFixed(1)} s`);
       assert.equal(left, 0, 'sessions left running on the server');
       assertNoKey(run);
-    } finally {
-      killAll(groups);
-      await server.close();
-    }
-  });
+    }),
+  );
 
-  test('9. SIGTERM to the command mid-run', async () => {
-    const server = await createReferenceServer({ behaviour: SLOW_INTERACT });
-    const run = start(server, RULE, SLOW_SETTINGS);
-    const groups = new Set([run.child.pid!]);
-    try {
-      await until('a session on the server', () => server.activeSessions().length > 0);
-      const tree = descendants(run.child.pid!);
-      tree.forEach((p) => groups.add(p.pgid));
+  test('9. SIGTERM to the command mid-run', () =>
+    midRun(async ({ server, run, tree }) => {
       run.child.kill('SIGTERM');
       const { code } = await run.exited;
       const seconds = run.seconds();
@@ -310,20 +314,11 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.ok(seconds < 30, `verdict after ${seconds.toFixed(1)} s`);
       assert.equal(left, 0, 'sessions left running on the server');
       assertNoKey(run);
-    } finally {
-      killAll(groups);
-      await server.close();
-    }
-  });
+    }),
+  );
 
-  test('10. SIGKILL to the whole command mid-run, then cleanup', async () => {
-    const server = await createReferenceServer({ behaviour: SLOW_INTERACT });
-    const run = start(server, RULE, SLOW_SETTINGS);
-    const groups = new Set([run.child.pid!]);
-    try {
-      await until('a session on the server', () => server.activeSessions().length > 0);
-      const tree = descendants(run.child.pid!);
-      tree.forEach((p) => groups.add(p.pgid));
+  test('10. SIGKILL to the whole command mid-run, then cleanup', () =>
+    midRun(async ({ server, run, tree, groups }) => {
       // The command keeps Playwright in a process group of its own: the whole command is both groups.
       killAll(groups);
       const { signal } = await run.exited;
@@ -347,20 +342,11 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.doesNotMatch(second.log, /stopped|FAILED/);
       assert.ok(seconds < 30, `cleaned up after ${seconds.toFixed(1)} s`);
       assertNoKey(run, first.log, second.log);
-    } finally {
-      killAll(groups);
-      await server.close();
-    }
-  });
+    }),
+  );
 
-  test("11. SIGKILL to the command's own process group: Playwright winds down by itself", async () => {
-    const server = await createReferenceServer({ behaviour: SLOW_INTERACT });
-    const run = start(server, RULE, SLOW_SETTINGS);
-    const groups = new Set([run.child.pid!]);
-    try {
-      await until('a session on the server', () => server.activeSessions().length > 0);
-      const tree = descendants(run.child.pid!);
-      tree.forEach((p) => groups.add(p.pgid));
+  test("11. SIGKILL to the command's own process group: Playwright winds down by itself", () =>
+    midRun(async ({ server, run, tree }) => {
       process.kill(-run.child.pid!, 'SIGKILL');
       await run.exited;
       await until('the end of every process of the run', run.closed);
@@ -376,9 +362,6 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.equal(cleanup.code, 0, cleanup.log);
       assert.match(cleanup.log, /\/ledger\.jsonl: no session left open/);
       assertNoKey(run, cleanup.log);
-    } finally {
-      killAll(groups);
-      await server.close();
-    }
-  });
+    }),
+  );
 });

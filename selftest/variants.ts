@@ -54,6 +54,17 @@ export const durationOffBy = (biasMs: number): ReferenceOptions =>
 const jobOf = (res: ServerResponse) => /^\/v2\/scrape\/([^/?]+)\/interact/.exec(res.req.url ?? '')?.[1]?.toLowerCase();
 
 /** The stop result a session would get if it were stopped now. */
+/** A `send` that ends the session named in a stop it answers with `status`, whatever handled it. */
+const stopsWhenRefusing = (status: number, base: Behaviour, state: ReferenceState): Behaviour['send'] => (res, reply) => {
+  const jobId = jobOf(res) ?? '';
+  const session = state.sessions.get(jobId);
+  if (res.req.method === 'DELETE' && reply.status === status && session) {
+    state.sessions.delete(jobId);
+    state.stopped.set(jobId, session);
+  }
+  base.send(res, reply);
+};
+
 const billingSoFar = (state: ReferenceState, jobId: string) => {
   const session = state.sessions.get(jobId) ?? state.stopped.get(jobId);
   const sessionDurationMs = session ? Math.round(state.clock() - session.startedAt) : 0;
@@ -201,15 +212,7 @@ export const faultyVariants: Variant[] = [
     caughtAs: 'not verifiable',
     description: "ends the session named in a stop it refuses with 401, and answers any later owner's stop 200 {success: true}, as the hosted service answers repeat stops: no answer can prove the harm",
     options: behaviour((base, state) => ({
-      send: (res, reply) => {
-        const jobId = jobOf(res) ?? '';
-        const session = state.sessions.get(jobId);
-        if (res.req.method === 'DELETE' && reply.status === 401 && session) {
-          state.sessions.delete(jobId);
-          state.stopped.set(jobId, session);
-        }
-        base.send(res, reply);
-      },
+      send: stopsWhenRefusing(401, base, state),
       stop: (team, jobId) => {
         const reply = base.stop(team, jobId);
         return reply.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true } } : reply;
@@ -251,15 +254,7 @@ export const faultyVariants: Variant[] = [
     description: 'stops the session named in a stop it answers 429 (the limiter runs after the handler)',
     // A 3 s window: a burst slowed by a busy machine still has its throttled stop inside the window.
     options: withLimit({ limit: 150, windowMs: 3000 }, (base, state) => ({
-      send: (res, reply) => {
-        const jobId = jobOf(res) ?? '';
-        const session = state.sessions.get(jobId);
-        if (res.req.method === 'DELETE' && reply.status === 429 && session) {
-          state.sessions.delete(jobId);
-          state.stopped.set(jobId, session);
-        }
-        base.send(res, reply);
-      },
+      send: stopsWhenRefusing(429, base, state),
     })),
   },
   {
