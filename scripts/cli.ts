@@ -9,7 +9,7 @@
  * Exit codes: 0 pass, 1 fail, 2 error of the run or of the configuration, 3 incomplete.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Ledger, ledgerFile } from '../tests/support/ledger';
@@ -17,6 +17,7 @@ import { COMMAND_PIPE_VARIABLE, reportsFolderInUse } from '../tests/support/glob
 import { RULE_IDS, RULES, type RuleId } from '../tests/support/rules';
 import { stopOpenSessions } from '../tests/support/sessions';
 import { ConfigurationError, loadSettings, SETTINGS_TABLE, type Settings } from '../tests/support/settings';
+import { junitXml } from '../tests/support/summary-reporter';
 import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from '../tests/support/verdict';
 import { buildAllureReport } from './allure-report';
 
@@ -34,6 +35,8 @@ function help(): string {
     '',
     'Options of run (each also read from its environment variable, or from .env):',
     '  --grep <regexp>, --grep-invert <regexp>, --shard <i/n>   passed to Playwright',
+    '  --shards <n>                        n runs side by side (every rule but rate-limit), then rate-limit alone; one verdict and one report',
+    '  --no-allure                         skip the Allure HTML report (its results are still written)',
     `  --rule <id>, --skip-rule <id>       run only, or all but, these rules (${RULE_IDS.join(', ')})`,
     '  -h, --help                          this text',
     '',
@@ -63,6 +66,8 @@ const RUN_OPTIONS = {
   grep: { type: 'string' },
   'grep-invert': { type: 'string' },
   shard: { type: 'string' },
+  shards: { type: 'string' },
+  'no-allure': { type: 'boolean' },
   rule: { type: 'string', multiple: true },
   'skip-rule': { type: 'string', multiple: true },
 } as const;
@@ -74,6 +79,9 @@ async function run(argv: string[]): Promise<number> {
   const unknownRules = [...(values.rule ?? []), ...(values['skip-rule'] ?? [])].filter((id) => !RULE_IDS.includes(id as RuleId));
   if (unknownRules.length) return configurationError(`no rule has the id ${unknownRules.join(', ')}; the rules are ${RULE_IDS.join(', ')}`);
   if (values.shard && !/^\d+\/\d+$/.test(values.shard)) return configurationError(`--shard must look like 1/3 (got "${values.shard}")`);
+  const shards = Number(values.shards ?? 1);
+  if (!Number.isInteger(shards) || shards < 1 || shards > 16) return configurationError(`--shards must be a whole number from 1 to 16 (got "${values.shards}")`);
+  if (shards > 1 && values.shard) return configurationError('--shards runs every shard itself: leave --shard out');
   let settings: Settings;
   try {
     settings = settingsWith({
@@ -91,16 +99,22 @@ async function run(argv: string[]): Promise<number> {
   if (busy) return configurationError(busy);
   process.env.REPORTS_DIR = settings.reportsDir;
   if (settings.knownDeviationsFile) process.env.KNOWN_DEVIATIONS = settings.knownDeviationsFile;
-  for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json']) {
+  for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json', 'rate-limit', ...SHARD_FOLDERS]) {
     rmSync(path.join(settings.reportsDir, stale), { recursive: true, force: true });
   }
+  if (shards > 1) return runShards(shards, values, positionals, settings);
   const signalled = await runPlaywright(playwrightArguments(values, positionals), settings);
-  return finish(settings, signalled);
+  return finish(settings, signalled, !values['no-allure']);
+}
+
+/** The rules --rule and --skip-rule select; empty for all. */
+function selectedRules(values: RunValues): RuleId[] {
+  const skipped = values['skip-rule'] ?? [];
+  return values.rule?.length ? (values.rule as RuleId[]) : skipped.length ? RULE_IDS.filter((id) => !skipped.includes(id)) : [];
 }
 
 function playwrightArguments(values: RunValues, positionals: string[]): string[] {
-  const skipped = values['skip-rule'] ?? [];
-  const selected = values.rule?.length ? (values.rule as RuleId[]) : skipped.length ? RULE_IDS.filter((id) => !skipped.includes(id)) : [];
+  const selected = selectedRules(values);
   return [
     require.resolve('@playwright/test/cli'),
     'test',
@@ -114,8 +128,73 @@ function playwrightArguments(values: RunValues, positionals: string[]): string[]
   ];
 }
 
+const SHARD_FOLDERS = Array.from({ length: 16 }, (_, index) => `shard-${index + 1}`);
+
+/**
+ * `--shards N`: N runs of the suite side by side, each with every selected rule but rate-limit
+ * (`<reports>/shard-<i>`); then rate-limit alone (`<reports>/rate-limit`), since its burst drains a
+ * team's limit and the quiet spell that keeps its sends apart holds within one run; then one
+ * verdict (`<reports>/conformance-summary.json`, `junit.xml`) and one Allure report of them all.
+ */
+async function runShards(total: number, values: RunValues, positionals: string[], settings: Settings): Promise<number> {
+  const common = [
+    ...(values['base-url'] ? ['--base-url', values['base-url']] : []),
+    ...(settings.knownDeviationsFile ? ['--known-deviations', settings.knownDeviationsFile] : []),
+    ...(values.strict ? ['--strict'] : []),
+    ...(values.grep ? ['--grep', values.grep] : []),
+    ...(values['grep-invert'] ? ['--grep-invert', values['grep-invert']] : []),
+  ];
+  const selected = selectedRules(values);
+  const rest = (selected.length ? selected : RULE_IDS).filter((id) => id !== 'rate-limit');
+  const child = (args: string[], log?: string) =>
+    new Promise<number>((resolve) => {
+      const out = log ? openSync(log, 'w') : 'inherit';
+      const run = spawn(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', ...common, ...args, ...(positionals.length ? ['--', ...positionals] : [])], { stdio: ['ignore', out, out] });
+      const forward = () => run.kill('SIGTERM');
+      process.on('SIGINT', forward).on('SIGTERM', forward);
+      run.on('close', (code) => {
+        process.off('SIGINT', forward).off('SIGTERM', forward);
+        resolve(code ?? EXIT_CODES.error);
+      });
+    });
+  const folders: string[] = [];
+  const codes: number[] = [];
+  if (rest.length) {
+    const shardFolders = SHARD_FOLDERS.slice(0, total).map((folder) => path.join(settings.reportsDir, folder));
+    for (const folder of shardFolders) mkdirSync(folder, { recursive: true });
+    console.log(`Running ${total} shards side by side (rules ${rest.join(', ')}); their output goes to ${path.relative(process.cwd(), settings.reportsDir) || '.'}/shard-<i>/run.log.`);
+    const shardCodes = await Promise.all(shardFolders.map((folder, index) => child([...rest.flatMap((id) => ['--rule', id]), `--shard=${index + 1}/${total}`, '--reports', folder, '--no-allure'], path.join(folder, 'run.log'))));
+    shardCodes.forEach((code, index) => console.log(`  shard ${index + 1}/${total}: exit ${code} (${path.relative(process.cwd(), path.join(shardFolders[index], 'run.log'))})`));
+    folders.push(...shardFolders);
+    codes.push(...shardCodes);
+  }
+  if (!selected.length || selected.includes('rate-limit')) {
+    const folder = path.join(settings.reportsDir, 'rate-limit');
+    console.log('Rule rate-limit, alone, after the shards:');
+    codes.push(await child(['--rule', 'rate-limit', '--reports', folder, '--no-allure']));
+    folders.push(folder);
+  }
+  const summaries = folders.map((folder) => path.join(folder, 'conformance-summary.json')).filter((file) => existsSync(file));
+  if (!summaries.length) {
+    console.error('No shard wrote a conformance summary: see the errors above.');
+    return EXIT_CODES.error;
+  }
+  const merged = mergeSummaries(summaries.map((file) => JSON.parse(readFileSync(file, 'utf8')) as Summary));
+  writeFileSync(path.join(settings.reportsDir, 'conformance-summary.json'), JSON.stringify(merged, null, 2));
+  writeFileSync(path.join(settings.reportsDir, 'junit.xml'), junitXml(merged, new Map()));
+  console.log(renderSummary(merged));
+  const results = folders.map((folder) => path.join(folder, 'allure-results')).filter((dir) => existsSync(dir));
+  if (results.length) {
+    const report = buildAllureReport(results, settings.reportsDir);
+    console.log(report ? `Allure report: ${path.relative(process.cwd(), report)}` : 'The Allure report could not be generated.');
+  }
+  // A process that ended in an error (2, or a crash) makes the whole run an error, unless a failure was found.
+  const crashed = codes.some((code) => ![EXIT_CODES.pass, EXIT_CODES.fail, EXIT_CODES.incomplete].includes(code));
+  return crashed && merged.exitCode !== EXIT_CODES.fail ? EXIT_CODES.error : merged.exitCode;
+}
+
 /** After Playwright: stops what the run left, builds the Allure report, and returns the exit code. */
-async function finish(settings: Settings, signalled: NodeJS.Signals | undefined): Promise<number> {
+async function finish(settings: Settings, signalled: NodeJS.Signals | undefined, allure: boolean): Promise<number> {
   const leftOpen = await stopOpenSessions(new Ledger(ledgerFile(settings.reportsDir)), settings, (entry) => !entry.embedded);
   if (leftOpen.stopped.length) console.log(`Stopped ${leftOpen.stopped.length} session(s) the run left:\n  ${leftOpen.stopped.join('\n  ')}`);
   if (leftOpen.failed.length) console.error(`Could not stop ${leftOpen.failed.length} session(s):\n  ${leftOpen.failed.join('\n  ')}\nRun \`${NAME} cleanup\` to try again.`);
@@ -126,7 +205,7 @@ async function finish(settings: Settings, signalled: NodeJS.Signals | undefined)
     return EXIT_CODES.error;
   }
   const summary = JSON.parse(readFileSync(summaryFile, 'utf8')) as Summary;
-  if (existsSync(path.join(settings.reportsDir, 'allure-results'))) {
+  if (allure && existsSync(path.join(settings.reportsDir, 'allure-results'))) {
     const report = buildAllureReport([path.join(settings.reportsDir, 'allure-results')], settings.reportsDir);
     console.log(report ? `Allure report: ${path.relative(process.cwd(), report)}` : 'The Allure report could not be generated.');
   }
@@ -187,8 +266,13 @@ async function cleanup(): Promise<number> {
   }
   const busy = reportsFolderInUse(settings.reportsDir);
   if (busy) return configurationError(`${busy} Its sessions are still its own: run the cleanup once it has ended.`);
-  const ledger = new Ledger(ledgerFile(settings.reportsDir));
-  for (const file of [ledger.file, ledger.file.replace(/\.jsonl$/, '.previous.jsonl')]) {
+  // A fresh back-off budget: what the run learnt of the target's limiter may no longer hold.
+  rmSync(path.join(settings.reportsDir, '.backoff'), { recursive: true, force: true });
+  // The run's own ledger, and those of its shards (--shards).
+  const folders = [settings.reportsDir, ...[...SHARD_FOLDERS, 'rate-limit'].map((folder) => path.join(settings.reportsDir, folder)).filter((folder) => existsSync(ledgerFile(folder)))];
+  const files = folders.flatMap((folder) => [ledgerFile(folder), ledgerFile(folder).replace(/\.jsonl$/, '.previous.jsonl')]);
+  let code = 0;
+  for (const file of files) {
     const open = new Ledger(file).open();
     const embedded = open.filter((entry) => entry.embedded).length;
     if (embedded) console.log(`${file}: ${embedded} session(s) of an embedded reference ended with its process; nothing to stop.`);
@@ -196,9 +280,9 @@ async function cleanup(): Promise<number> {
     if (!open.length) console.log(`${file}: no session left open.`);
     for (const line of stopped) console.log(`stopped  ${line}`);
     for (const line of failed) console.log(`FAILED   ${line}`);
-    if (failed.length) return 2;
+    if (failed.length) code = 2;
   }
-  return 0;
+  return code;
 }
 
 function verdict(argv: string[]): number {

@@ -4,7 +4,7 @@
  * and bad configurations. Checks exit codes, the verdict, the reports, and that no key reaches
  * any of them. Each run writes into its own reports folder, so these tests run beside others.
  */
-import { test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { createReferenceServer, type ReferenceOptions } from '../reference/server';
+import { createReferenceServer, type Behaviour, type ReferenceOptions, type ReferenceState } from '../reference/server';
 import { RULES, RULE_IDS, TEST_IDS } from '../tests/support/rules';
 import type { Summary } from '../tests/support/verdict';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
@@ -44,233 +44,272 @@ const productionLike: ReferenceOptions['behaviour'] = (base, state) => ({
   },
 });
 
-async function external(behaviour: ReferenceOptions['behaviour']) {
-  const server = await createReferenceServer({ behaviour });
+async function external(behaviour: ReferenceOptions['behaviour'], rateLimit?: ReferenceOptions['rateLimit']) {
+  const server = await createReferenceServer({ behaviour, rateLimit });
   return { server, env: { BASE_URL: server.url, API_KEY: SECRETS[0], FOREIGN_API_KEY: SECRETS[1] } };
 }
 
 const PRODUCTION = 'fixtures/known-deviations/firecrawl-production.json';
-let declaredReport: string | undefined;
+/** The Allure report of the production-like run with its deviations declared, for the browser check. */
+let reportWritten: (file: string | undefined) => void = () => {};
+const declaredReport = new Promise<string | undefined>((resolve) => (reportWritten = resolve));
 
-test('npm run conformance passes the embedded reference and writes every report, and no key', async () => {
-  const run = await conformance([], {}, { viaNpm: true });
-  assert.equal(run.code, 0, run.log.slice(-3000));
-  assert.equal(run.summary?.verdict, 'pass');
-  assert.deepEqual(new Set(Object.values(run.statuses)), new Set(['pass']));
-  assert.deepEqual(Object.keys(run.statuses), RULE_IDS);
-  for (const file of ['allure-report/index.html', 'junit.xml', 'conformance-summary.json', 'ledger.jsonl']) assert.ok(existsSync(path.join(run.reports, file)), file);
-  assert.match(readFileSync(path.join(run.reports, 'allure-report', 'index.html'), 'utf8'), /<head>\s*<script>window\.allureReportData/, 'the report declares its data store first (scripts/allure-report.ts)');
-  const junit = readFileSync(path.join(run.reports, 'junit.xml'), 'utf8');
-  assert.equal(junit.match(/<testcase /g)?.length, TEST_IDS.length, 'one JUnit test case per test');
-  assert.match(junit, /<testcase classname="billing" name="credits billed for a session held for the long hold[^"]*"[^>]*>\s*<properties>\s*<property name="rule" value="billing"\/>\s*<property name="test-id" value="billing\/long-hold"\/>\s*<property name="level" value="must"\/>/);
-  assert.match(run.log, /Verdict: PASS \(exit 0/);
-  assert.deepEqual(filesContaining(run.reports), [], 'keys in the reports');
-  assert.deepEqual(filesContaining(run.log), [], 'keys in the output');
-});
-
-test('a declared deviation that does not happen fails the run and says to remove it', async () => {
-  const file = path.join(tempDir('deviations-'), 'stale.json');
-  writeFileSync(file, JSON.stringify({ deviations: [{ test: 'unknown-job/random-uuid', check: 'status', reason: 'pretend it answers 400' }] }));
-  const run = await conformance(['--rule', 'unknown-job'], { KNOWN_DEVIATIONS: file });
-  assert.equal(run.code, 1, run.log.slice(-2000));
-  assert.equal(run.statuses['unknown-job'], 'fail');
-  assert.match(JSON.stringify(run.summary!.rules['unknown-job'].tests), /Declared as a known deviation, but it passes: unknown-job\/random-uuid › status/);
-});
-
-test('the production deviations excuse exactly their checks: a production-like target passes, a wrong duration beside them still fails', async () => {
-  const { server, env } = await external(productionLike);
-  try {
-    const undeclared = await conformance(['--skip-rule', 'rate-limit'], env);
-    assert.equal(undeclared.code, 1, 'the same deviations fail the run when they are not declared');
-    assert.equal(undeclared.statuses.billing, 'fail');
-    const declared = await conformance([], { ...env, KNOWN_DEVIATIONS: PRODUCTION });
-    assert.equal(declared.code, 0, declared.log.slice(-3000));
-    assert.equal(declared.statuses.billing, 'known deviation');
-    assert.equal(declared.statuses.authentication, 'known deviation');
-    assert.match(declared.log, /KNOWN DEVIATION/);
-    assert.deepEqual(filesContaining(declared.reports), [], 'keys in the reports');
-    assert.deepEqual(filesContaining(declared.log), [], 'keys in the output');
-    declaredReport = path.join(declared.reports, 'allure-report', 'index.html');
-  } finally {
-    await server.close();
-  }
-  // A duration error confined to long sessions, beside the whole-credit billing the file excuses.
-  const { server: wrong, env: wrongEnv } = await external((base, state) => ({
-    ...productionLike!(base, state),
-    stop: (team, jobId) => {
-      const session = state.sessions.get(jobId);
-      if (session && state.clock() - session.startedAt > 3_000) session.startedAt -= 400;
-      return base.stop(team, jobId);
-    },
-  }));
-  try {
-    const run = await conformance(['--rule', 'billing'], { ...wrongEnv, KNOWN_DEVIATIONS: PRODUCTION });
-    assert.equal(run.code, 1, run.log.slice(-3000));
-    const long = run.summary!.rules.billing.tests.find((t) => t.id === 'billing/long-hold')!;
-    assert.equal(long.outcome, 'fail');
-    assert.match(long.note!, /sessionDurationMs \d+ must lie in the measured interval/);
-  } finally {
-    await wrong.close();
-  }
-  // Whole credits, but twice what the hosted service bills: not the deviation the file declares.
-  const { server: double, env: doubleEnv } = await external((base, state) => ({ ...productionLike!(base, state), bill: () => 4 }));
-  try {
-    const run = await conformance(['--rule', 'billing'], { ...doubleEnv, KNOWN_DEVIATIONS: PRODUCTION });
-    assert.equal(run.code, 1, run.log.slice(-3000));
-    assert.deepEqual(run.summary!.rules.billing.tests.map((t) => t.outcome), ['fail', 'fail', 'fail']);
-  } finally {
-    await double.close();
-  }
-});
-
-test("with BURST_API_KEY the burst runs beside the other tests on a third team, and cleanup stops that team's sessions with its key only", async () => {
-  const { server, env } = await external(undefined);
-  try {
-    const run = await conformance([], { ...env, BURST_API_KEY: SECRETS[2] });
+// Each run has its own reports folder and target: three at a time, so that their waits overlap.
+describe('the command, end to end', { concurrency: 3 }, () => {
+  test('npm run conformance passes the embedded reference and writes every report, and no key', async () => {
+    const run = await conformance([], {}, { viaNpm: true });
     assert.equal(run.code, 0, run.log.slice(-3000));
-    const burst = run.summary!.rules['rate-limit'].tests.find((t) => t.id === 'rate-limit/burst')!;
-    assert.equal(burst.outcome, 'pass', 'the throttled stop was checked, not skipped');
-    const results = readdirSync(path.join(run.reports, 'allure-results')).filter((f) => f.endsWith('-result.json')).map((f) => JSON.parse(readFileSync(path.join(run.reports, 'allure-results', f), 'utf8')));
-    const isBurst = (r: any) => r.labels.some((l: any) => l.name === 'testId' && l.value === 'rate-limit/burst');
-    const own = results.find(isBurst);
-    assert.ok(results.some((r) => !isBurst(r) && r.start < own.stop && r.stop > own.start), 'another test ran while the burst did');
-    const ledger = readFileSync(path.join(run.reports, 'ledger.jsonl'), 'utf8');
-    assert.equal(ledger.match(/"event":"created"[^\n]*"identity":"burst team"/g)?.length, 2, "the burst's two sessions are the burst team's");
-    assert.equal(server.activeSessions().length, 0);
+    assert.equal(run.summary?.verdict, 'pass');
+    assert.deepEqual(new Set(Object.values(run.statuses)), new Set(['pass']));
+    assert.deepEqual(Object.keys(run.statuses), RULE_IDS);
+    for (const file of ['allure-report/index.html', 'junit.xml', 'conformance-summary.json', 'ledger.jsonl']) assert.ok(existsSync(path.join(run.reports, file)), file);
+    assert.match(readFileSync(path.join(run.reports, 'allure-report', 'index.html'), 'utf8'), /<head>\s*<script>window\.allureReportData/, 'the report declares its data store first (scripts/allure-report.ts)');
+    const junit = readFileSync(path.join(run.reports, 'junit.xml'), 'utf8');
+    assert.equal(junit.match(/<testcase /g)?.length, TEST_IDS.length, 'one JUnit test case per test');
+    assert.match(junit, /<testcase classname="billing" name="credits billed for a session held for the long hold[^"]*"[^>]*>\s*<properties>\s*<property name="rule" value="billing"\/>\s*<property name="test-id" value="billing\/long-hold"\/>\s*<property name="level" value="must"\/>/);
+    assert.match(run.log, /Verdict: PASS \(exit 0/);
     assert.deepEqual(filesContaining(run.reports), [], 'keys in the reports');
     assert.deepEqual(filesContaining(run.log), [], 'keys in the output');
-
-    // A burst-team session a killed run left open: only that team's key can stop it.
-    const call = (path: string, body: object) => fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${SECRETS[2]}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
-    const jobId = (await call('/v2/scrape', { url: 'https://example.com' })).data.metadata.scrapeId;
-    await call(`/v2/scrape/${jobId}/interact`, { code: 'console.log(1)', language: 'node' });
-    writeFileSync(path.join(run.reports, 'ledger.jsonl'), `${JSON.stringify({ event: 'created', at: new Date().toISOString(), target: server.url, embedded: false, jobId, identity: 'burst team' })}\n`);
-    const withoutKey = await runCommand(process.execPath, [BIN, 'cleanup'], isolatedEnv({ REPORTS_DIR: run.reports, ...env }));
-    assert.equal(withoutKey.code, 2, withoutKey.log);
-    assert.match(withoutKey.log, /created by the burst team, whose key was not given; run the cleanup with BURST_API_KEY too/);
-    assert.equal(server.activeSessions().length, 1);
-    const withKey = await runCommand(process.execPath, [BIN, 'cleanup'], isolatedEnv({ REPORTS_DIR: run.reports, ...env, BURST_API_KEY: SECRETS[2] }));
-    assert.equal(withKey.code, 0, withKey.log);
-    assert.equal(server.activeSessions().length, 0);
-    assert.deepEqual(filesContaining(withoutKey.log + withKey.log), [], 'keys in the output');
-  } finally {
-    await server.close();
-  }
-});
-
-test('errors of the run are not failures of the target: a target that stops answering, or provisioning that fails, exits 2', async () => {
-  // Answers the reachability probe, then never answers again: every request times out.
-  const silent = http.createServer((req, res) => void (req.method === 'OPTIONS' && res.end()));
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  const { server: broken, env: brokenEnv } = await external((base) => ({ interact: () => base.error(502, 'Bad gateway.') }));
-  try {
-    const stalled = await conformance(['--rule', 'owner-stop', '--rule', 'unknown-job'], {
-      BASE_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, API_KEY: SECRETS[0], FOREIGN_API_KEY: SECRETS[1], REQUEST_TIMEOUT_MS: '1000',
-    });
-    assert.equal(stalled.code, 2, stalled.log.slice(-2000));
-    assert.equal(stalled.summary?.verdict, 'error');
-    assert.match(stalled.log, /no complete answer within 1000 ms/);
-    assert.match(stalled.log, /ERRORS OF THE RUN/);
-    assert.deepEqual(filesContaining(stalled.reports), [], 'keys in the reports');
-    assert.deepEqual(filesContaining(stalled.log), [], 'keys in the output');
-
-    const failedProvisioning = await conformance(['--rule', 'owner-stop'], brokenEnv);
-    assert.equal(failedProvisioning.code, 2, failedProvisioning.log.slice(-2000));
-    assert.equal(failedProvisioning.summary!.rules['owner-stop'].tests[0].outcome, 'error');
-    assert.match(failedProvisioning.summary!.rules['owner-stop'].tests[0].note!, /provisioning: POST \/v2\/scrape\/\{jobId\}\/interact must answer 200/);
-    assert.equal(broken.activeSessions().length, 0);
-  } finally {
-    silent.closeAllConnections();
-    silent.close();
-    await broken.close();
-  }
-});
-
-test('a partial run says incomplete (exit 3) and names what did not run; shard summaries merge into one verdict', async () => {
-  const grep = await conformance(['--grep', 'malformed']);
-  assert.equal(grep.code, 3, grep.log.slice(-2000));
-  assert.equal(grep.summary?.verdict, 'incomplete');
-  assert.match(grep.log, /NOT RUN: \d+ of \d+ tests/);
-  assert.ok(grep.summary!.notRun.includes('billing/long-hold'));
-
-  const shards = await Promise.all(['1/2', '2/2'].map((shard) => conformance([`--shard=${shard}`])));
-  for (const shard of shards) assert.equal(shard.code, 3, `one shard alone is incomplete:\n${shard.log.slice(-2000)}`);
-  const files = shards.map((shard) => path.join(shard.reports, 'conformance-summary.json'));
-  const merged = await runCommand(process.execPath, [BIN, 'verdict', ...files, '--out', path.join(tempDir('merged-'), 'merged.json')], isolatedEnv({}));
-  assert.equal(merged.code, 0, merged.log);
-  assert.match(merged.log, /Verdict: PASS/);
-
-  const failing = JSON.parse(readFileSync(files[0], 'utf8')) as Summary;
-  const someTest = Object.values(failing.rules).flatMap((rule) => rule.tests).find((t) => t.outcome === 'pass')!;
-  someTest.outcome = 'fail';
-  const failingFile = path.join(tempDir('shard-'), 'failing.json');
-  writeFileSync(failingFile, JSON.stringify(failing));
-  const mergedFail = await runCommand(process.execPath, [BIN, 'verdict', failingFile, files[1], '--out', path.join(tempDir('merged-'), 'merged.json')], isolatedEnv({}));
-  assert.equal(mergedFail.code, 1, mergedFail.log);
-  const missing = await runCommand(process.execPath, [BIN, 'verdict', files[0], '--out', path.join(tempDir('merged-'), 'merged.json')], isolatedEnv({}));
-  assert.equal(missing.code, 3, 'one shard of two is incomplete');
-});
-
-test('bad configurations stop before any test with one message and exit code 2', async () => {
-  const unknownDeviation = path.join(tempDir('deviations-'), 'unknown.json');
-  writeFileSync(unknownDeviation, JSON.stringify({ deviations: [{ test: 'billing/credits-of-a-renamed-test', check: 'credits', reason: 'whole-credit billing' }] }));
-  const cases: [Record<string, string>, RegExp, string[]?][] = [
-    [{ BASE_URL: 'http://127.0.0.1:9' }, /API_KEY .*is not/],
-    [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'same-key-1', FOREIGN_API_KEY: 'same-key-1' }, /same key/],
-    [{ BASE_URL: 'not a url', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, /not a valid URL/],
-    [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, /unreachable/],
-    [{ BASE_URL: 'http://api.example.com', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, /plain http to api\.example\.com: the keys would travel in clear/],
-    [{ API_KEY: 'a-key-0001' }, /without BASE_URL/],
-    [{ BURST_API_KEY: 'c-key-0003' }, /without BASE_URL/],
-    [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002', BURST_API_KEY: 'a-key-0001' }, /BURST_API_KEY is the same key as API_KEY or FOREIGN_API_KEY/],
-    [{ BURST_REQUESTS: 'many' }, /BURST_REQUESTS must be an integer/],
-    [{ KNOWN_DEVIATIONS: 'missing.json' }, /does not exist/],
-    [{ KNOWN_DEVIATIONS: unknownDeviation }, /entry 1 \("billing\/credits-of-a-renamed-test"\): "test" must be the id of a test/],
-    [{}, /no rule has the id nonsense/, ['--rule', 'nonsense']],
-    [{}, /Unknown option '--bogus'/, ['--bogus']],
-  ];
-  // A folder another live run writes to (this process stands for it).
-  const busy = tempDir('busy-reports-');
-  writeFileSync(path.join(busy, '.run.lock'), String(process.pid));
-  cases.push([{ REPORTS_DIR: busy }, /Another run \(process \d+\) is writing to/]);
-  for (const [index, [env, message, args]] of cases.entries()) {
-    const commands: [string, string[]][] = [[process.execPath, [BIN, ...(args ?? [])]]];
-    if (index < 5 || index === cases.length - 1) commands.push([PLAYWRIGHT, ['test']]);
-    for (const [command, commandArgs] of commands) {
-      const { code, log } = await runCommand(command, commandArgs, isolatedEnv({ REPORTS_DIR: tempDir('bad-config-'), ...env }));
-      assert.equal(code, 2, `${JSON.stringify(env)} ${args ?? ''}: ${log}`);
-      assert.match(log, message);
-      assert.doesNotMatch(log, /passed|failed|at .*\.ts:\d+/, 'no test ran and no stack trace');
-    }
-  }
-});
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-
-test('the Allure report of a run with known deviations shows every rule, its status and the deviations in a real browser', { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}: install it with "apt-get install -y chromium" (as root) or set CHROMIUM_PATH` }, async () => {
-  assert.ok(declaredReport && existsSync(declaredReport), 'the production-like run above wrote its report');
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   });
-  try {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    const consoleErrors: string[] = [];
-    page.on('console', (message) => message.type() === 'error' && consoleErrors.push(message.text().slice(0, 200)));
-    await page.goto(`file://${declaredReport}`);
-    for (const rule of Object.values(RULES)) {
-      await page.getByText(rule.title, { exact: false }).first().waitFor({ timeout: 20_000 }).catch((error: Error) => {
-        throw new Error(`${error.message.split('\n')[0]}\nbrowser console errors: ${JSON.stringify(consoleErrors.slice(0, 5))}`);
-      });
+
+  test('a declared deviation that does not happen fails the run and says to remove it', async () => {
+    const file = path.join(tempDir('deviations-'), 'stale.json');
+    writeFileSync(file, JSON.stringify({ deviations: [{ test: 'unknown-job/random-uuid', check: 'status', reason: 'pretend it answers 400' }] }));
+    const run = await conformance(['--rule', 'unknown-job'], { KNOWN_DEVIATIONS: file });
+    assert.equal(run.code, 1, run.log.slice(-2000));
+    assert.equal(run.statuses['unknown-job'], 'fail');
+    assert.match(JSON.stringify(run.summary!.rules['unknown-job'].tests), /Declared as a known deviation, but it passes: unknown-job\/random-uuid › status/);
+  });
+
+  test('the production deviations excuse exactly their checks: a production-like target passes, a wrong duration beside them still fails', async () => {
+    const { server, env } = await external(productionLike);
+    try {
+      const undeclared = await conformance(['--skip-rule', 'rate-limit'], env);
+      assert.equal(undeclared.code, 1, 'the same deviations fail the run when they are not declared');
+      assert.equal(undeclared.statuses.billing, 'fail');
+      const declared = await conformance([], { ...env, KNOWN_DEVIATIONS: PRODUCTION });
+      assert.equal(declared.code, 0, declared.log.slice(-3000));
+      assert.equal(declared.statuses.billing, 'known deviation');
+      assert.equal(declared.statuses.sequences, 'known deviation', 'its charges are what the declared billing rule gives');
+      assert.equal(declared.statuses.authentication, 'known deviation');
+      assert.match(declared.log, /KNOWN DEVIATION/);
+      assert.deepEqual(filesContaining(declared.reports), [], 'keys in the reports');
+      assert.deepEqual(filesContaining(declared.log), [], 'keys in the output');
+      reportWritten(path.join(declared.reports, 'allure-report', 'index.html'));
+    } finally {
+      reportWritten(undefined);
+      await server.close();
     }
-    const text = await page.locator('body').innerText();
-    assert.match(text, new RegExp(`Total\\s+${TEST_IDS.length}\\b`), `the report counts the run's ${TEST_IDS.length} tests`);
-    const results = path.join(path.dirname(path.dirname(declaredReport)), 'allure-results');
-    assert.match(readdirSync(results).filter((f) => f.endsWith('-result.json')).map((f) => readFileSync(path.join(results, f), 'utf8')).join(''), /knownDeviation/);
-    await page.getByText('Categories', { exact: false }).first().click();
-    await page.getByText('Known deviation', { exact: false }).first().click();
-    await page.getByText('[known deviation]', { exact: false }).first().waitFor({ timeout: 20_000 });
-  } finally {
-    await browser.close();
-  }
+  });
+
+  test('beside the production deviations, what they do not declare still fails: a wrong duration, or twice the whole credits', async () => {
+    // A duration error confined to long sessions, beside the whole-credit billing the file excuses.
+    const { server: wrong, env: wrongEnv } = await external((base, state) => ({
+      ...productionLike!(base, state),
+      stop: (team, jobId) => {
+        const session = state.sessions.get(jobId);
+        if (session && state.clock() - session.startedAt > 3_000) session.startedAt -= 400;
+        return base.stop(team, jobId);
+      },
+    }));
+    try {
+      const run = await conformance(['--rule', 'billing'], { ...wrongEnv, KNOWN_DEVIATIONS: PRODUCTION });
+      assert.equal(run.code, 1, run.log.slice(-3000));
+      const long = run.summary!.rules.billing.tests.find((t) => t.id === 'billing/long-hold')!;
+      assert.equal(long.outcome, 'fail');
+      assert.match(long.note!, /sessionDurationMs \d+ must lie in the measured interval/);
+    } finally {
+      await wrong.close();
+    }
+    // Whole credits, but a credit more than the declared rule gives: not the deviation the file declares.
+    const { server: more, env: moreEnv } = await external((base, state) => ({ ...productionLike!(base, state), bill: (ms) => Math.max(2, Math.ceil((ms / 3_600_000) * 120)) + 1 }));
+    try {
+      const run = await conformance(['--rule', 'billing', '--rule', 'sequences'], { ...moreEnv, KNOWN_DEVIATIONS: PRODUCTION });
+      assert.equal(run.code, 1, run.log.slice(-3000));
+      assert.deepEqual(run.summary!.rules.billing.tests.map((t) => t.outcome), ['fail', 'fail', 'fail']);
+      assert.match(run.summary!.rules.billing.tests[0].note!, /creditsBilled 3 must be 2 credits\/minute prorated by the second .*; under the declared billing rule .* it must be between 2\.000000 and 2\.000000/);
+      assert.equal(run.summary!.rules.sequences.tests[0].outcome, 'fail');
+      assert.match(run.summary!.rules.sequences.tests[0].note!, /creditsBilled 3 must be .*under the declared billing rule/);
+    } finally {
+      await more.close();
+    }
+  });
+
+  test("with BURST_API_KEY the burst runs beside the other tests on a third team, and cleanup stops that team's sessions with its key only", async () => {
+    // 50 a second: a client slowed by a busy machine still saturates the limit early in a window, so a stop sent then is throttled.
+    const { server, env } = await external(undefined, { limit: 50, windowMs: 1000 });
+    try {
+      const run = await conformance([], { ...env, BURST_API_KEY: SECRETS[2] });
+      assert.equal(run.code, 0, run.log.slice(-3000));
+      const burst = run.summary!.rules['rate-limit'].tests.find((t) => t.id === 'rate-limit/burst')!;
+      assert.equal(burst.outcome, 'pass', 'the throttled stop was checked, not skipped');
+      const results = readdirSync(path.join(run.reports, 'allure-results')).filter((f) => f.endsWith('-result.json')).map((f) => JSON.parse(readFileSync(path.join(run.reports, 'allure-results', f), 'utf8')));
+      const isBurst = (r: any) => r.labels.some((l: any) => l.name === 'testId' && l.value === 'rate-limit/burst');
+      const own = results.find(isBurst);
+      assert.ok(results.some((r) => !isBurst(r) && r.start < own.stop && r.stop > own.start), 'another test ran while the burst did');
+      const ledger = readFileSync(path.join(run.reports, 'ledger.jsonl'), 'utf8');
+      assert.equal(ledger.match(/"event":"created"[^\n]*"identity":"burst team"/g)?.length, 2, "the burst's two sessions are the burst team's");
+      assert.equal(server.activeSessions().length, 0);
+      assert.deepEqual(filesContaining(run.reports), [], 'keys in the reports');
+      assert.deepEqual(filesContaining(run.log), [], 'keys in the output');
+
+      // A burst-team session a killed run left open: only that team's key can stop it.
+      const call = (path: string, body: object) => fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${SECRETS[2]}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());
+      const jobId = (await call('/v2/scrape', { url: 'https://example.com' })).data.metadata.scrapeId;
+      await call(`/v2/scrape/${jobId}/interact`, { code: 'console.log(1)', language: 'node' });
+      writeFileSync(path.join(run.reports, 'ledger.jsonl'), `${JSON.stringify({ event: 'created', at: new Date().toISOString(), target: server.url, embedded: false, jobId, identity: 'burst team' })}\n`);
+      const withoutKey = await runCommand(process.execPath, [BIN, 'cleanup'], isolatedEnv({ REPORTS_DIR: run.reports, ...env }));
+      assert.equal(withoutKey.code, 2, withoutKey.log);
+      assert.match(withoutKey.log, /created by the burst team, whose key was not given; run the cleanup with BURST_API_KEY too/);
+      assert.equal(server.activeSessions().length, 1);
+      const withKey = await runCommand(process.execPath, [BIN, 'cleanup'], isolatedEnv({ REPORTS_DIR: run.reports, ...env, BURST_API_KEY: SECRETS[2] }));
+      assert.equal(withKey.code, 0, withKey.log);
+      assert.equal(server.activeSessions().length, 0);
+      assert.deepEqual(filesContaining(withoutKey.log + withKey.log), [], 'keys in the output');
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('errors of the run are not failures of the target: a target that stops answering, or provisioning that fails, exits 2', async () => {
+    // Answers the reachability probe, then never answers again: every request times out.
+    const silent = http.createServer((req, res) => void (req.method === 'OPTIONS' && res.end()));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { server: broken, env: brokenEnv } = await external((base) => ({ interact: () => base.error(502, 'Bad gateway.') }));
+    try {
+      const stalled = await conformance(['--rule', 'owner-stop', '--rule', 'unknown-job'], {
+        BASE_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, API_KEY: SECRETS[0], FOREIGN_API_KEY: SECRETS[1], REQUEST_TIMEOUT_MS: '1000',
+      });
+      assert.equal(stalled.code, 2, stalled.log.slice(-2000));
+      assert.equal(stalled.summary?.verdict, 'error');
+      assert.match(stalled.log, /no complete answer within 1000 ms/);
+      assert.match(stalled.log, /ERRORS OF THE RUN/);
+      assert.deepEqual(filesContaining(stalled.reports), [], 'keys in the reports');
+      assert.deepEqual(filesContaining(stalled.log), [], 'keys in the output');
+
+      const failedProvisioning = await conformance(['--rule', 'owner-stop'], brokenEnv);
+      assert.equal(failedProvisioning.code, 2, failedProvisioning.log.slice(-2000));
+      assert.equal(failedProvisioning.summary!.rules['owner-stop'].tests[0].outcome, 'error');
+      assert.match(failedProvisioning.summary!.rules['owner-stop'].tests[0].note!, /provisioning: POST \/v2\/scrape\/\{jobId\}\/interact must answer 200/);
+      assert.equal(broken.activeSessions().length, 0);
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+      await broken.close();
+    }
+  });
+
+  test('a burst too slow to tell a limit from none is an error of the run naming the rate it reached, never a failure of the target', async () => {
+    // Answers that take 40 ms, two at a time: at most 50 a second, below the reference's limit of 150.
+    const slow = options('slow-answers');
+    const noLimit = options('no-rate-limit');
+    const throttledClient = { BURST_CONCURRENCY: '2', BURST_SECONDS: '2' };
+    for (const behaviour of [slow, (base: Behaviour, state: ReferenceState) => ({ ...slow(base, state), ...noLimit(base, state) })]) {
+      const { server, env } = await external(behaviour);
+      try {
+        const run = await conformance(['--rule', 'rate-limit'], { ...env, ...throttledClient });
+        assert.equal(run.code, 2, run.log.slice(-3000));
+        const burst = run.summary!.rules['rate-limit'].tests[0];
+        assert.equal(burst.outcome, 'error');
+        assert.match(burst.note!, /no 429 in \d+ requests over [\d.]+ s, at up to (\d|[1-9]\d) answered within one second: below BURST_PROOF_RATE \(400 a second\)/);
+        assert.equal(server.activeSessions().length, 0);
+      } finally {
+        await server.close();
+      }
+    }
+  });
+
+  test('a partial run says incomplete (exit 3) and names what did not run; shard summaries merge into one verdict', async () => {
+    const grep = await conformance(['--grep', 'malformed']);
+    assert.equal(grep.code, 3, grep.log.slice(-2000));
+    assert.equal(grep.summary?.verdict, 'incomplete');
+    assert.match(grep.log, /NOT RUN: \d+ of \d+ tests/);
+    assert.ok(grep.summary!.notRun.includes('billing/long-hold'));
+
+    const shards = await Promise.all(['1/2', '2/2'].map((shard) => conformance([`--shard=${shard}`])));
+    for (const shard of shards) assert.equal(shard.code, 3, `one shard alone is incomplete:\n${shard.log.slice(-2000)}`);
+    const files = shards.map((shard) => path.join(shard.reports, 'conformance-summary.json'));
+    const merged = await runCommand(process.execPath, [BIN, 'verdict', ...files, '--out', path.join(tempDir('merged-'), 'merged.json')], isolatedEnv({}));
+    assert.equal(merged.code, 0, merged.log);
+    assert.match(merged.log, /Verdict: PASS/);
+
+    const failing = JSON.parse(readFileSync(files[0], 'utf8')) as Summary;
+    const someTest = Object.values(failing.rules).flatMap((rule) => rule.tests).find((t) => t.outcome === 'pass')!;
+    someTest.outcome = 'fail';
+    const failingFile = path.join(tempDir('shard-'), 'failing.json');
+    writeFileSync(failingFile, JSON.stringify(failing));
+    const mergedFail = await runCommand(process.execPath, [BIN, 'verdict', failingFile, files[1], '--out', path.join(tempDir('merged-'), 'merged.json')], isolatedEnv({}));
+    assert.equal(mergedFail.code, 1, mergedFail.log);
+    const missing = await runCommand(process.execPath, [BIN, 'verdict', files[0], '--out', path.join(tempDir('merged-'), 'merged.json')], isolatedEnv({}));
+    assert.equal(missing.code, 3, 'one shard of two is incomplete');
+  });
+
+  test('bad configurations stop before any test with one message and exit code 2', async () => {
+    const unknownDeviation = path.join(tempDir('deviations-'), 'unknown.json');
+    writeFileSync(unknownDeviation, JSON.stringify({ deviations: [{ test: 'billing/credits-of-a-renamed-test', check: 'credits', reason: 'whole-credit billing' }] }));
+    const cases: [Record<string, string>, RegExp, string[]?][] = [
+      [{ BASE_URL: 'http://127.0.0.1:9' }, /API_KEY .*is not/],
+      [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'same-key-1', FOREIGN_API_KEY: 'same-key-1' }, /same key/],
+      [{ BASE_URL: 'not a url', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, /not a valid URL/],
+      [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, /unreachable/],
+      [{ BASE_URL: 'http://api.example.com', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, /plain http to api\.example\.com: the keys would travel in clear/],
+      [{ API_KEY: 'a-key-0001' }, /without BASE_URL/],
+      [{ BURST_API_KEY: 'c-key-0003' }, /without BASE_URL/],
+      [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002', BURST_API_KEY: 'a-key-0001' }, /BURST_API_KEY is the same key as API_KEY or FOREIGN_API_KEY/],
+      [{ BURST_REQUESTS: 'many' }, /BURST_REQUESTS must be an integer/],
+      [{ KNOWN_DEVIATIONS: 'missing.json' }, /does not exist/],
+      [{ KNOWN_DEVIATIONS: unknownDeviation }, /entry 1 \("billing\/credits-of-a-renamed-test"\): "test" must be the id of a test/],
+      [{}, /no rule has the id nonsense/, ['--rule', 'nonsense']],
+      [{}, /Unknown option '--bogus'/, ['--bogus']],
+    ];
+    // A folder another live run writes to (this process stands for it).
+    const busy = tempDir('busy-reports-');
+    writeFileSync(path.join(busy, '.run.lock'), String(process.pid));
+    cases.push([{ REPORTS_DIR: busy }, /Another run \(process \d+\) is writing to/]);
+    const runs = cases.flatMap(([env, message, args], index) => {
+      const commands: [string, string[]][] = [[process.execPath, [BIN, ...(args ?? [])]]];
+      if (index < 5 || index === cases.length - 1) commands.push([PLAYWRIGHT, ['test']]);
+      return commands.map(([command, commandArgs]) => ({ env, message, args, command, commandArgs }));
+    });
+    // Four at a time: each is a process start and a message.
+    for (let next = 0; next < runs.length; next += 4) {
+      await Promise.all(runs.slice(next, next + 4).map(async ({ env, message, args, command, commandArgs }) => {
+        const { code, log } = await runCommand(command, commandArgs, isolatedEnv({ REPORTS_DIR: tempDir('bad-config-'), ...env }));
+        assert.equal(code, 2, `${JSON.stringify(env)} ${args ?? ''}: ${log}`);
+        assert.match(log, message);
+        assert.doesNotMatch(log, /passed|failed|at .*\.ts:\d+/, 'no test ran and no stack trace');
+      }));
+    }
+  });
+
+  const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+  test('the Allure report of a run with known deviations shows every rule, its status and the deviations in a real browser', { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}: install it with "apt-get install -y chromium" (as root) or set CHROMIUM_PATH` }, async () => {
+    const report = await declaredReport;
+    assert.ok(report && existsSync(report), 'the production-like run above wrote its report');
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+      const consoleErrors: string[] = [];
+      page.on('console', (message) => message.type() === 'error' && consoleErrors.push(message.text().slice(0, 200)));
+      await page.goto(`file://${report}`);
+      for (const rule of Object.values(RULES)) {
+        await page.getByText(rule.title, { exact: false }).first().waitFor({ timeout: 20_000 }).catch((error: Error) => {
+          throw new Error(`${error.message.split('\n')[0]}\nbrowser console errors: ${JSON.stringify(consoleErrors.slice(0, 5))}`);
+        });
+      }
+      const text = await page.locator('body').innerText();
+      assert.match(text, new RegExp(`Total\\s+${TEST_IDS.length}\\b`), `the report counts the run's ${TEST_IDS.length} tests`);
+      const results = path.join(path.dirname(path.dirname(report)), 'allure-results');
+      assert.match(readdirSync(results).filter((f) => f.endsWith('-result.json')).map((f) => readFileSync(path.join(results, f), 'utf8')).join(''), /knownDeviation/);
+      await page.getByText('Categories', { exact: false }).first().click();
+      await page.getByText('Known deviation', { exact: false }).first().click();
+      await page.getByText('[known deviation]', { exact: false }).first().waitFor({ timeout: 20_000 });
+    } finally {
+      await browser.close();
+    }
+  });
 });

@@ -277,6 +277,61 @@ describe('the command against hostile targets ends in bounded time, says what ha
     });
   }
 
+  // Faults that end the run as a failure or an error, fast: the back-off budget is the default five minutes here, and must not be what bounds them.
+  const faulty: { name: string; behaviour: Behaviour; args: string[]; settings?: Record<string, string>; exit: number; message: RegExp; left: number }[] = [
+    {
+      name: '12. stop of a stopped session answers 500',
+      behaviour: (base, state) => ({ stop: (team, jobId) => (state.stopped.has(jobId) && !state.sessions.has(jobId) ? base.error(500, 'session gone') : base.stop(team, jobId)) }),
+      args: ['--rule', 'stop-is-final'],
+      exit: 1,
+      message: /second-stop/,
+      left: 0,
+    },
+    {
+      name: '13. every stop answers 500',
+      behaviour: (base) => ({ stop: () => base.error(500, 'Browser session release was not confirmed.') }),
+      args: RULE,
+      exit: 1,
+      message: /Could not stop 1 session\(s\)[^\n]*the stop answered 500, 3 times/,
+      left: 1,
+    },
+    {
+      name: "14. the limiter never recovers (429 from the fourth request on, no Retry-After)",
+      behaviour: (base) => {
+        let allowed = 3;
+        return { limit: (key) => (key.endsWith(':interact') && allowed-- <= 0 ? { allowed: false, retryAfterSeconds: 1 } : base.limit(key)), error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) };
+      },
+      args: ['--rule', 'owner-stop', '--rule', 'unknown-job', '--rule', 'foreign-team'],
+      settings: { BACKOFF_BUDGET_MS: '4000' },
+      exit: 2,
+      message: /the back-off budget \(BACKOFF_BUDGET_MS=4000\) is used up/,
+      left: -1,
+    },
+  ];
+  for (const { name, behaviour, args, settings, exit, message, left } of faulty) {
+    test(name, async () => {
+      const server = await createReferenceServer({ behaviour });
+      const run = start(server, args, { ...SHORT, BACKOFF_BUDGET_MS: '300000', ...settings });
+      try {
+        const { code } = await run.exited;
+        const seconds = run.seconds();
+        const running = server.activeSessions().length;
+        rows.push({ name, exit: String(code), seconds, left: running, message: lineOf(run.log(), message) });
+        assert.equal(code, exit, run.log().slice(-3000));
+        assert.match(run.log(), message);
+        // A fault found in seconds ends the run in seconds: one back-off budget at most, never one per waiting request.
+        assert.ok(seconds < Number(settings?.BACKOFF_BUDGET_MS ?? 0) / 1000 + 45, `the command ended after ${seconds.toFixed(1)} s`);
+        if (settings?.BACKOFF_BUDGET_MS) assert.match(run.log(), /not sent, since another request of this run waited the whole back-off budget/, 'the other waiting requests gave up at once');
+        if (left >= 0) assert.equal(running, left, 'sessions left running on the server');
+        if (running) assert.match(run.log(), /Could not stop \d+ session\(s\)/, 'a session left running is reported');
+        assertNoKey(run);
+      } finally {
+        killAll(new Set([run.child.pid!]));
+        await server.close();
+      }
+    });
+  }
+
   test('8. a Playwright worker killed with SIGKILL mid-test', () =>
     midRun(async ({ server, run, tree }) => {
       const runner = tree.find((p) => p.ppid === run.child.pid)!;

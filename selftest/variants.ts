@@ -7,6 +7,7 @@
 import type { ServerResponse } from 'node:http';
 import { bearerToken } from '../reference/auth';
 import { creditsFor } from '../reference/billing';
+import { createRateLimiter } from '../reference/rate-limit';
 import type { Behaviour, ReferenceOptions, ReferenceState, Reply, Team } from '../reference/server';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RuleId } from '../tests/support/rules';
@@ -431,7 +432,14 @@ export const correctVariants: Variant[] = [
     })),
   },
   { name: 'errors-with-details', description: 'adds a code and a details object to every error', options: behaviour((base) => ({ error: (status, message, headers) => withBody(base.error(status, message, headers), { code: `ERR_${status}`, details: { docs: 'https://docs.example.com/errors', retryable: status === 429 } }) })) },
-  { name: 'limiter-per-address', description: 'limits per client address instead of per team, one window for every route', options: behaviour((base) => ({ limit: () => base.limit('addr:every-route') })) },
+  {
+    name: 'limiter-per-address',
+    description: 'limits per client address instead of per team, one window of 50 a second for every route',
+    options: behaviour((_base, state) => {
+      const take = createRateLimiter({ limit: 50, windowMs: 1000 }, state.clock);
+      return { limit: () => take('addr:every-route') };
+    }),
+  },
   { name: 'token-bucket-limiter', description: 'limits with a token bucket per team (50 tokens, 50 a second) instead of a fixed window', options: behaviour((_base, state) => ({ limit: tokenBucket(50, 50, state.clock) })) },
 ];
 

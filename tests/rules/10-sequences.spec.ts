@@ -1,4 +1,5 @@
 import { test } from '../support/fixtures';
+import { DeclaredBehaviour } from '../support/errors';
 import { spec } from '../support/rules';
 import { exploreHistories, type Exploration } from '../support/sequences';
 
@@ -15,7 +16,7 @@ test(
       explored.push(exploration);
       if (exploration.failure) break;
     }
-    const figures = explored.map(({ counterexample, failure, unproratedCharge, ...figure }) => ({ ...figure, replay: `SEQUENCE_SEED=${figure.seed}` }));
+    const figures = explored.map(({ counterexample, failure, unproratedCharge, declaredCharge, ...figure }) => ({ ...figure, replay: `SEQUENCE_SEED=${figure.seed}` }));
     await testInfo.attach('sequence seeds', { body: JSON.stringify(figures, null, 2), contentType: 'application/json' });
     const failed = explored.find((exploration) => exploration.failure);
     if (failed) {
@@ -34,8 +35,10 @@ test(
       testInfo.annotations.push({ type: 'note', description: "no history stopped a live session that reported a charge: the credits were not checked" });
       return;
     }
+    const declared = explored.find((exploration) => exploration.declaredCharge)?.declaredCharge;
     await check('credits', () => {
       if (unprorated) throw new Error(unprorated.unproratedCharge);
+      if (declared) throw new DeclaredBehaviour(declared.message, declared.reason);
     });
   },
 );

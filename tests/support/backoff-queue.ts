@@ -8,11 +8,12 @@
  * are ignored.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 let taken = 0;
+const EXHAUSTED = 'exhausted';
 
 export class BackoffQueue {
   private readonly dir: string;
@@ -35,9 +36,23 @@ export class BackoffQueue {
     this.ticket = undefined;
   }
 
-  /** Resolves when no older ticket is out (a request without one waits for every ticket). */
+  /**
+   * Said by a request whose back-off budget ran out: the team's limiter did not recover within it.
+   * Every other request of the run for that team then gives up at once, instead of waiting a budget
+   * of its own (the teardowns' stops too): a limiter that never recovers ends the run within one budget.
+   */
+  exhaust(): void {
+    mkdirSync(this.dir, { recursive: true });
+    writeFileSync(path.join(this.dir, EXHAUSTED), '');
+  }
+
+  exhausted(): boolean {
+    return existsSync(path.join(this.dir, EXHAUSTED));
+  }
+
+  /** Resolves when no older ticket is out (a request without one waits for every ticket), or once the team's budget ran out. */
   async turn(deadline: number, signal: AbortSignal): Promise<void> {
-    while (performance.now() < deadline) {
+    while (performance.now() < deadline && !this.exhausted()) {
       const first = this.oldest();
       if (!first || first === this.ticket) return;
       await sleep(200, undefined, { signal });
@@ -51,7 +66,7 @@ export class BackoffQueue {
     } catch {
       return undefined;
     }
-    return names.find((name) => name === this.ticket || alive(Number(name.split('-')[1])));
+    return names.find((name) => name !== EXHAUSTED && (name === this.ticket || alive(Number(name.split('-')[1]))));
   }
 }
 

@@ -10,6 +10,8 @@
  * exact are all accepted), widened by 0.005 credits for rounding in JSON.
  */
 import type { Answer, JsonBody } from './client';
+import type { BillingRule } from './deviations';
+import { DeclaredBehaviour } from './errors';
 import { expect } from './schemas';
 import type { Session } from './sessions';
 import type { Settings } from './settings';
@@ -59,19 +61,52 @@ export function expectDurationWithin(body: JsonBody, interval: Interval, setting
   expect(duration, where).toBeLessThanOrEqual(hi);
 }
 
+/** What a billing rule charges for a duration; monotone, so an interval of durations gives an interval of charges. */
+export function chargeUnder(rule: BillingRule, durationMs: number): number {
+  const round = (value: number, step: number) => {
+    const units = value / step;
+    // A hair of slack against floating point: 3.0000000001 minutes of 2 credits is 6, not 7 when rounding up.
+    const whole = rule.rounding === 'up' ? Math.ceil(units - 1e-9) : rule.rounding === 'down' ? Math.floor(units + 1e-9) : Math.round(units);
+    return whole * step;
+  };
+  const ms = rule.durationUnitMs ? round(Math.max(0, durationMs), rule.durationUnitMs) : Math.max(0, durationMs);
+  const credits = (ms / 60_000) * rule.creditsPerMinute;
+  return Math.max(rule.minimumCredits ?? 0, rule.creditStep ? round(credits, rule.creditStep) : credits);
+}
+
+export function describeRule(rule: BillingRule): string {
+  const unit = rule.durationUnitMs ? `, the duration rounded ${rule.rounding} to ${rule.durationUnitMs} ms` : '';
+  const step = rule.creditStep ? `, the charge rounded ${rule.rounding} to a multiple of ${rule.creditStep}` : '';
+  return `${rule.creditsPerMinute} credits/minute${unit}${step}${rule.minimumCredits ? `, at least ${rule.minimumCredits}` : ''}`;
+}
+
 /**
  * creditsBilled must be 2 credits/minute prorated by the second, for sessionDurationMs (widened by
- * the tolerance: a server may bill its exact clock and report a coarser one) or else the measured interval.
+ * the tolerance: a server may bill its exact clock and report a coarser one) or else the measured
+ * interval. With a billing rule declared for the target, a charge outside the specification's range
+ * that the declared rule gives for the same durations is the declared behaviour (DeclaredBehaviour);
+ * a charge that neither gives fails, and so does one only the specification gives (the declaration
+ * is stale). Each message says what both expect.
  */
-export function expectCreditsFor(body: JsonBody, interval: Interval, settings: Tolerances): void {
+export function expectCreditsFor(body: JsonBody, interval: Interval, settings: Tolerances & Pick<Settings, 'declaredBilling'>): void {
   const credits = body?.creditsBilled;
   const duration = body?.sessionDurationMs;
   const tolerance = settings.durationToleranceMs;
   const [lo, hi] = typeof duration === 'number' ? [duration - tolerance, duration + tolerance] : [interval.lo - tolerance, interval.hi + tolerance];
   const { min, max } = proratedRange(lo, hi);
   const basis = `${typeof duration === 'number' ? `sessionDurationMs ${duration}` : 'the measured interval'} ±${tolerance} ms, ${Math.max(0, lo).toFixed(1)}..${hi.toFixed(1)} ms`;
-  const why = `creditsBilled ${JSON.stringify(credits)} must be 2 credits/minute prorated by the second for ${basis}: ` +
-    `between ${min.toFixed(6)} and ${max.toFixed(6)} (±${settings.creditTolerance} for rounding)`;
+  const within = (low: number, high: number) => typeof credits === 'number' && credits >= +(low - settings.creditTolerance).toFixed(6) && credits <= +(high + settings.creditTolerance).toFixed(6);
+  let why = `creditsBilled ${JSON.stringify(credits)} must be 2 credits/minute prorated by the second for ${basis}: between ${min.toFixed(6)} and ${max.toFixed(6)} (±${settings.creditTolerance} for rounding)`;
+  const declared = settings.declaredBilling;
+  if (declared) {
+    const [low, high] = [chargeUnder(declared.rule, lo), chargeUnder(declared.rule, hi)];
+    const under = `under the declared billing rule (${describeRule(declared.rule)}) it must be between ${low.toFixed(6)} and ${high.toFixed(6)}`;
+    const [bySpecification, byRule] = [within(min, max), within(low, high)];
+    if (byRule && !bySpecification) throw new DeclaredBehaviour(`${why}; ${under}, and it is`, declared.reason);
+    if (byRule) return; // both agree at this duration
+    why = bySpecification ? `${why}, and it is; but ${under}: the target bills as the specification says, so remove the billing declaration` : `${why}; ${under}`;
+    expect(bySpecification ? 'per the specification only' : 'per neither', why).toBe('per the declared rule');
+  }
   expect(typeof credits, why).toBe('number');
   expect(credits, why).toBeGreaterThanOrEqual(+(min - settings.creditTolerance).toFixed(6));
   expect(credits, why).toBeLessThanOrEqual(+(max + settings.creditTolerance).toFixed(6));

@@ -10,7 +10,7 @@
 import { test, type Fixtures, type TestInfo } from '@playwright/test';
 import { displayName, feature, historyId, label, testCaseId } from 'allure-js-commons';
 import type { KnownDeviation } from './deviations';
-import { KnownDeviationError, plain, RunError } from './errors';
+import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from './errors';
 import { entryOf, RULES, ruleOf, testIdOf, type TestId } from './rules';
 import type { Settings } from './settings';
 
@@ -34,21 +34,31 @@ function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInf
         outcomes.set(name, 'passed');
       } catch (error) {
         const message = plain(String((error as Error)?.message ?? error));
-        if (!deviation || error instanceof RunError || (deviation.message && !deviation.message.test(message))) throw error;
+        // The target did what its file declares it does instead (its billing rule), or failed exactly as an entry says.
+        const reason = error instanceof DeclaredBehaviour ? error.reason : deviation && !(error instanceof RunError) && (!deviation.message || deviation.message.test(message)) ? deviation.reason : undefined;
+        if (reason === undefined) throw error;
         outcomes.set(name, 'deviated');
-        testInfo.annotations.push({ type: 'known-deviation', description: `${name}: ${deviation.reason}` });
-        await label('knownDeviation', deviation.reason);
+        testInfo.annotations.push({ type: 'known-deviation', description: `${name}: ${reason}` });
+        await label('knownDeviation', reason);
         await displayName(`[known deviation] ${testInfo.title}`);
-        testInfo.fail(true, `Known deviation of this target: ${deviation.reason}`);
-        throw new KnownDeviationError(`${id} › ${name}: ${deviation.reason}\n${message}`);
+        testInfo.fail(true, `Known deviation of this target: ${reason}`);
+        throw new KnownDeviationError(`${id} › ${name}: ${reason}\n${message}`);
       }
     }, { box: true });
   };
 }
 
-export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, object, object, { settings: Settings }> = {
+export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { expectFailures: boolean }, object, { settings: Settings }> = {
+  /**
+   * An option for the kit's variant matrix: every test of a faulty variant's project is expected
+   * to fail, so that a failure does not cost a new worker process (Playwright replaces a worker
+   * after an unexpected failure). Outcomes are read from the results, not from this expectation.
+   */
+  expectFailures: [false, { scope: 'worker', option: true }],
+
   testId: [
-    async ({}, use, testInfo) => {
+    async ({ expectFailures }, use, testInfo) => {
+      if (expectFailures) testInfo.fail();
       const id = testIdOf(testInfo.annotations);
       if (!id) throw new RunError(`"${testInfo.title}" has no test id: declare it with spec('<rule>/<test>') from tests/support/rules.ts`);
       const rule = RULES[ruleOf(id)];

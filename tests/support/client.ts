@@ -15,6 +15,7 @@
  */
 import { once, setMaxListeners } from 'node:events';
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
@@ -61,6 +62,8 @@ export interface SendOptions {
   on429?: On429;
   /** Attach the exchange to the report (default true); the burst attaches one summary instead. */
   attach?: boolean;
+  /** On a kept-alive connection of the client's pool: for the burst, whose timing bounds nothing. */
+  pooled?: boolean;
 }
 
 /** Attachments past this size are cut, with a note saying how much was left out. */
@@ -120,23 +123,34 @@ export interface ExchangeOptions {
   timeoutMs: number;
   maxBodyBytes: number;
   signal?: AbortSignal;
+  /** A keep-alive pool instead of a connection of its own. */
+  agent?: http.Agent;
 }
 
-/** One request on its own connection, opened before the clock starts; bounded in time and size. */
-export async function exchange(url: string, { method, headers, data, timeoutMs, maxBodyBytes, signal }: ExchangeOptions): Promise<RawAnswer> {
+/**
+ * One request, bounded in time and size. On its own connection, opened before the clock starts
+ * (the default), or with `agent` on a kept-alive connection of a pool: faster, for requests whose
+ * timing bounds nothing (the burst).
+ */
+export async function exchange(url: string, { method, headers, data, timeoutMs, maxBodyBytes, signal, agent }: ExchangeOptions): Promise<RawAnswer> {
   const target = new URL(url);
   const secure = target.protocol === 'https:';
   const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = Number(target.port || (secure ? 443 : 80));
   if (signal?.aborted) throw new RunError('the request was cancelled: its test had ended');
-  const socket = secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
+  const socket = agent ? undefined : secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
+  let request: http.ClientRequest | undefined;
   let failure: RunError | undefined;
-  const fail = (message: string) => socket.destroy((failure ??= new RunError(message)));
+  const fail = (message: string) => {
+    failure ??= new RunError(message);
+    socket?.destroy(failure);
+    request?.destroy(failure);
+  };
   const deadline = setTimeout(() => fail(`no complete answer within ${timeoutMs} ms (REQUEST_TIMEOUT_MS)`), timeoutMs);
   const onAbort = () => fail('the request was cancelled: its test had ended');
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    await once(socket, secure ? 'secureConnect' : 'connect');
+    if (socket) await once(socket, secure ? 'secureConnect' : 'connect');
     const body = data === undefined ? undefined : Buffer.from(JSON.stringify(data));
     const allHeaders = {
       host: target.host,
@@ -148,7 +162,8 @@ export async function exchange(url: string, { method, headers, data, timeoutMs, 
     };
     return await new Promise<RawAnswer>((resolve, reject) => {
       let sentAt = 0;
-      const request = http.request({ method, path: target.pathname + target.search, headers: allHeaders, createConnection: () => socket }, (response) => {
+      const options = { method, path: target.pathname + target.search, headers: allHeaders };
+      const onResponse = (response: http.IncomingMessage) => {
         const chunks: Buffer[] = [];
         let size = 0;
         response.on('data', (chunk: Buffer) => {
@@ -168,17 +183,20 @@ export async function exchange(url: string, { method, headers, data, timeoutMs, 
             reject(error);
           }
         });
-      });
+      };
+      request = agent
+        ? (secure ? https : http).request({ ...options, host, port, servername: net.isIP(host) ? undefined : host, agent }, onResponse)
+        : http.request({ ...options, createConnection: () => socket! }, onResponse);
       request.on('error', (error) => reject(failure ?? error));
       // Deferred: a complete answer's 'end' always comes first, and settles the promise.
-      socket.on('close', () => setImmediate(() => reject(failure ?? new RunError('the connection closed before the answer was complete'))));
+      (socket ?? request).on('close', () => setImmediate(() => reject(failure ?? new RunError('the connection closed before the answer was complete'))));
       sentAt = performance.now();
       request.end(body);
     });
   } finally {
     clearTimeout(deadline);
     signal?.removeEventListener('abort', onAbort);
-    socket.destroy();
+    socket?.destroy();
   }
 }
 
@@ -223,12 +241,17 @@ export function createClient(options: ClientOptions) {
   // The burst has hundreds of requests in flight on one signal.
   setMaxListeners(0, signal);
   const spell = settings.reportsDir ? new QuietSpell(settings.reportsDir, target.baseURL) : undefined;
+  let pool: http.Agent | undefined;
+  const poolOf = () => (pool ??= new (target.baseURL.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets: 256 }));
   return {
     target,
     backoffBudgetMs: settings.backoffBudgetMs,
     /** Aborted by `cancel`: the client's requests and back-off waits end at once. */
     signal,
-    cancel: () => controller.abort(),
+    cancel: () => {
+      controller.abort();
+      pool?.destroy();
+    },
     /** Runs `send` while no other worker's request is in flight (at most REQUEST_TIMEOUT_MS is waited for them), holding theirs back. */
     quietly: <T>(send: () => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, signal, send) : send()),
     async send(request: SendOptions): Promise<Answer> {
@@ -245,10 +268,16 @@ export function createClient(options: ClientOptions) {
       try {
         for (let attempts = 1; ; attempts++) {
           await queue?.turn(deadline, signal).catch(cancelled('waiting its turn after 429'));
+          if (queue?.exhausted()) {
+            throw new RunError(
+              `${request.method} ${request.path} as ${request.as.name}: not sent, since another request of this run waited the whole back-off budget ` +
+                `(BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) and this team's rate limit never recovered.`,
+            );
+          }
           await spell?.enter(spellDeadline, signal).catch(cancelled("waiting for another worker's burst"));
           let answer: Answer;
           try {
-            answer = await sendOnce(options, signal, request, attempts);
+            answer = await sendOnce(options, signal, request, attempts, request.pooled ? poolOf() : undefined);
           } finally {
             spell?.leave();
           }
@@ -259,6 +288,7 @@ export function createClient(options: ClientOptions) {
               await sleep(wait, undefined, { signal }).catch(cancelled('backing off after 429'));
               continue;
             }
+            queue?.exhaust();
             if (on429 === 'retry') {
               await record(options, answer, request);
               throw new RunError(
@@ -278,11 +308,11 @@ export function createClient(options: ClientOptions) {
 }
 
 /** One attempt: the exchange, its failure as an error of the run, the answer redacted and parsed. */
-async function sendOnce({ target, settings }: ClientOptions, signal: AbortSignal, { method, path, as, data }: SendOptions, attempts: number): Promise<Answer> {
+async function sendOnce({ target, settings }: ClientOptions, signal: AbortSignal, { method, path, as, data }: SendOptions, attempts: number, agent?: http.Agent): Promise<Answer> {
   const headers: Record<string, string> = as.authorization === undefined ? {} : { authorization: as.authorization };
   let raw: RawAnswer;
   try {
-    raw = await exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal });
+    raw = await exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent });
   } catch (error) {
     const reason = error instanceof RunError ? error.message : (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);

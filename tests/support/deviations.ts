@@ -1,12 +1,16 @@
 /**
- * Known deviations of a target: a file the target's team keeps, one entry per deviating check.
+ * Known deviations of a target: a file the target's team keeps.
  *
- *   { "deviations": [{ "test": "billing/short-hold", "check": "credits",
- *                      "message": "creditsBilled [0-9]+ must", "reason": "..." }] }
+ *   { "billing": { "rule": { "creditsPerMinute": 2, "creditStep": 1, "rounding": "up", "minimumCredits": 2 },
+ *                  "reason": "..." },
+ *     "deviations": [{ "test": "authentication/basic-scheme", "check": "refused",
+ *                      "message": "answered 200", "reason": "..." }] }
  *
- * `test` is a stable test id and `check` one of its checks (tests/support/rules.ts); `message`,
- * optional, is a regular expression the failure message must match. Only that failure of that
- * check is accepted: anything else failing in the test still fails the run.
+ * `billing` states the target's billing rule instead of the specification's: every credits check
+ * (billing/*, sequences/random-histories) then computes the charge the rule gives for the measured
+ * duration, and a charge outside it still fails. Each entry of `deviations` names a stable test id
+ * and one of its checks (tests/support/rules.ts); `message`, optional, is a regular expression the
+ * failure message must match. Only that failure of that check is accepted.
  */
 import { readFileSync } from 'node:fs';
 import { entryOf, isTestId, type TestId } from './rules';
@@ -18,18 +22,66 @@ export interface KnownDeviation {
   reason: string;
 }
 
-export function readKnownDeviations(file: string): KnownDeviation[] {
-  let parsed: { deviations?: unknown };
+/**
+ * A billing rule, enough to compute the charge for any duration: the duration in minutes, rounded
+ * to whole `durationUnitMs` when given, times `creditsPerMinute`, rounded to a multiple of
+ * `creditStep` when given, and at least `minimumCredits`. Both roundings go as `rounding` says.
+ * The hosted service's: { creditsPerMinute: 2, creditStep: 1, rounding: "up", minimumCredits: 2 }.
+ */
+export interface BillingRule {
+  creditsPerMinute: number;
+  durationUnitMs?: number;
+  creditStep?: number;
+  rounding: 'up' | 'down' | 'nearest';
+  minimumCredits?: number;
+}
+
+export interface DeclaredBilling {
+  rule: BillingRule;
+  reason: string;
+}
+
+export interface KnownDeviations {
+  deviations: KnownDeviation[];
+  billing?: DeclaredBilling;
+}
+
+const ROUNDINGS = ['up', 'down', 'nearest'];
+
+function readBillingRule(value: unknown, problems: string[]): DeclaredBilling | undefined {
+  if (value === undefined) return undefined;
+  const { rule, reason } = (value ?? {}) as { rule?: Record<string, unknown>; reason?: unknown };
+  const positive = (name: string, optional: boolean) => {
+    const number = rule?.[name];
+    if (number === undefined && optional) return;
+    if (typeof number !== 'number' || !(number > 0)) problems.push(`billing.rule.${name} must be a number above 0${optional ? ' when given' : ''} (got ${JSON.stringify(number ?? null)}).`);
+  };
+  positive('creditsPerMinute', false);
+  positive('durationUnitMs', true);
+  positive('creditStep', true);
+  if (rule?.minimumCredits !== undefined && !(typeof rule.minimumCredits === 'number' && rule.minimumCredits >= 0)) problems.push('billing.rule.minimumCredits must be a number of at least 0 when given.');
+  if (!ROUNDINGS.includes(rule?.rounding as string)) problems.push(`billing.rule.rounding must be one of ${ROUNDINGS.join(', ')} (got ${JSON.stringify(rule?.rounding ?? null)}).`);
+  const unknown = Object.keys(rule ?? {}).filter((key) => !['creditsPerMinute', 'durationUnitMs', 'creditStep', 'rounding', 'minimumCredits'].includes(key));
+  if (unknown.length) problems.push(`billing.rule has fields this suite does not know: ${unknown.join(', ')}.`);
+  if (typeof reason !== 'string' || reason.trim().length < 10) problems.push('billing.reason must say why, with numbers where there are some.');
+  return { rule: rule as unknown as BillingRule, reason: reason as string };
+}
+
+export function readKnownDeviations(file: string): KnownDeviations {
+  let parsed: { deviations?: unknown; billing?: unknown };
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
     throw new Error(`${file} is not valid JSON (${(error as Error).message}).`);
   }
-  if (!Array.isArray(parsed?.deviations)) throw new Error(`${file} must hold {"deviations": [{"test", "check", "reason"}]}.`);
+  if (!Array.isArray(parsed?.deviations ?? []) || (parsed?.deviations === undefined && parsed?.billing === undefined)) {
+    throw new Error(`${file} must hold {"billing": {"rule", "reason"}} or {"deviations": [{"test", "check", "reason"}]}, or both.`);
+  }
   const problems: string[] = [];
+  const billing = readBillingRule(parsed.billing, problems);
   const deviations: KnownDeviation[] = [];
   const seen = new Set<string>();
-  parsed.deviations.forEach((entry: Record<string, unknown>, index: number) => {
+  ((parsed.deviations ?? []) as Record<string, unknown>[]).forEach((entry, index) => {
     const where = `entry ${index + 1} (${JSON.stringify(entry?.test ?? null)})`;
     if (typeof entry?.test !== 'string' || !isTestId(entry.test)) {
       problems.push(`${where}: "test" must be the id of a test of this suite, such as "billing/short-hold"; no test has this id.`);
@@ -53,11 +105,15 @@ export function readKnownDeviations(file: string): KnownDeviation[] {
         return;
       }
     }
+    if (billing && entry.check === 'credits') {
+      problems.push(`${where}: the credits of every billing check follow the declared billing rule; an entry for them would excuse a charge the rule does not give.`);
+      return;
+    }
     const key = `${entry.test} ${entry.check}`;
     if (seen.has(key)) problems.push(`${where}: ${key} is declared twice.`);
     seen.add(key);
     deviations.push({ test: entry.test, check: entry.check, message, reason: entry.reason });
   });
   if (problems.length) throw new Error(`${file}:\n    ${problems.join('\n    ')}`);
-  return deviations;
+  return { deviations, billing };
 }

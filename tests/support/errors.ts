@@ -14,6 +14,18 @@ export class RunError extends Error {
   }
 }
 
+/**
+ * A check that failed the specification and agreed with what the target's known-deviations file
+ * declares it does instead (its billing rule): the check turns it into a known deviation.
+ */
+export class DeclaredBehaviour extends Error {
+  constructor(message: string, readonly reason: string) {
+    super(message);
+    this.name = 'DeclaredBehaviour';
+    this.stack = message;
+  }
+}
+
 export const KNOWN_DEVIATION_PREFIX = 'Known deviation of ';
 
 export class KnownDeviationError extends Error {

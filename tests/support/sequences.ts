@@ -17,7 +17,7 @@ import type * as FastCheck from 'fast-check';
 import { charges, expectCreditsFor, expectDurationWithin, type Interval } from './billing';
 import { interactPath, summary, type Answer, type Client } from './client';
 import { expectRefusal, expectRevealsNothing } from './refusals';
-import { plain, RunError } from './errors';
+import { DeclaredBehaviour, plain, RunError } from './errors';
 import { expect } from './schemas';
 import type { Sessions } from './sessions';
 import type { Settings } from './settings';
@@ -63,7 +63,7 @@ interface Real {
   settings: Settings;
   history: History;
   /** Charges that were not prorated: kept apart from the model, so that a declared billing deviation excuses them alone. */
-  charges: { history: History; message: string }[];
+  charges: { history: History; message: string; declared?: string }[];
   /** How many durations and charges of live sessions' stops were examined. */
   examined: { durations: number; charges: number };
 }
@@ -152,8 +152,10 @@ async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer
     expectCreditsFor(answer.body, interval, real.settings);
   } catch (error) {
     const message = disagreement(error);
-    real.history.note(`✗ (credits, rule 2, @must) ${message}`);
-    real.charges.push({ history: real.history, message });
+    // A charge the target's declared billing rule gives: its known deviation, never a failure.
+    const declared = error instanceof DeclaredBehaviour ? error.reason : undefined;
+    real.history.note(`${declared ? '≈ (credits, rule 2, as declared)' : '✗ (credits, rule 2, @must)'} ${message}`);
+    real.charges.push({ history: real.history, message, declared });
   }
 }
 
@@ -296,8 +298,10 @@ export interface Exploration {
   /** The shrunk history that breaks the model, as printed, when one was found. */
   counterexample?: string;
   failure?: string;
-  /** The first charge that was not 2 credits a minute prorated by the second, with its history. */
+  /** The first charge that was not 2 credits a minute prorated by the second, nor what a declared billing rule gives, with its history. */
   unproratedCharge?: string;
+  /** The first charge that was not prorated but is what the target's declared billing rule gives, and that rule's reason. */
+  declaredCharge?: { message: string; reason: string };
   /** Durations and charges of live sessions' stops examined: none means they were not checked at all. */
   durationsExamined: number;
   chargesExamined: number;
@@ -353,9 +357,11 @@ export async function exploreHistories({ api, sessions, identities, settings, se
   const details = await fc.check(property, { seed, numRuns: runs });
   if (budget.halted && !lastFailure) throw budget.halted;
   const exploration: Exploration = { seed, runs, histories, requests: budget.spent, durationsExamined: examined.durations, chargesExamined: examined.charges };
-  if (charges.length) {
-    exploration.unproratedCharge = [`${charges[0].message}`, `in a history of ${charges[0].history.length} steps (seed ${seed}):`, ...charges[0].history.lines].join('\n');
-  }
+  const unprorated = charges.find((charge) => !charge.declared);
+  const declared = charges.find((charge) => charge.declared);
+  const told = (charge: (typeof charges)[number]) => [`${charge.message}`, `in a history of ${charge.history.length} steps (seed ${seed}):`, ...charge.history.lines].join('\n');
+  if (unprorated) exploration.unproratedCharge = told(unprorated);
+  if (declared) exploration.declaredCharge = { message: told(declared), reason: declared.declared! };
   if (details.failed && lastFailure) {
     const { history, message } = lastFailure;
     exploration.failure = message;

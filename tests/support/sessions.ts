@@ -6,7 +6,7 @@
  */
 import type { Fixtures } from '@playwright/test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient, interactPath, retryDelayMs, summary, type Answer, type Client } from './client';
+import { createClient, interactPath, summary, type Answer, type Client } from './client';
 import type { Ledger } from './ledger';
 import { RunError } from './errors';
 import { schemaErrors } from './schemas';
@@ -173,12 +173,16 @@ export async function stopOpenSessions(ledger: Ledger, settings: Settings, inclu
   return { stopped, failed };
 }
 
+/** How often a stop that answers 5xx is tried during cleanup, and the pause before the next try: a faulty target must not hold up the end of the run. */
+export const CLEANUP_TRIES_ON_5XX = 3;
+const CLEANUP_PAUSE_MS = 500;
+
 /**
- * One owner's stop that tries hard: 429 is backed off by the client, a 5xx is tried again within
- * the same budget. Returns why the session could not be stopped, or undefined once it is gone.
+ * One owner's stop that tries hard, within bounds: 429 is backed off by the client (within the
+ * run's back-off budget), a 5xx is tried again CLEANUP_TRIES_ON_5XX times in all. Returns why the
+ * session could not be stopped, or undefined once it is gone.
  */
 async function stopAsOwner(client: Client, owner: Identity, jobId: string): Promise<string | undefined> {
-  const deadline = performance.now() + client.backoffBudgetMs;
   for (let attempt = 1; ; attempt++) {
     let stop: Answer;
     try {
@@ -187,8 +191,7 @@ async function stopAsOwner(client: Client, owner: Identity, jobId: string): Prom
       return (error as Error).message;
     }
     if (stop.status === 200 || stop.status === 404) return undefined;
-    const wait = retryDelayMs(attempt, stop.headers['retry-after']);
-    if (stop.status < 500 || performance.now() + wait > deadline) return `the stop answered ${stop.status}`;
-    await sleep(wait);
+    if (stop.status < 500 || attempt >= CLEANUP_TRIES_ON_5XX) return `the stop answered ${stop.status}${attempt > 1 ? `, ${attempt} times` : ''}`;
+    await sleep(CLEANUP_PAUSE_MS * attempt);
   }
 }

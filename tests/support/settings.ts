@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import dotenv from 'dotenv';
-import { readKnownDeviations, type KnownDeviation } from './deviations';
+import { readKnownDeviations, type DeclaredBilling, type KnownDeviation, type KnownDeviations } from './deviations';
 
 export interface Settings {
   /** The target's address without /v2; for the embedded reference, the address it was started on. */
@@ -19,7 +19,10 @@ export interface Settings {
   burstApiKey?: string;
   scrapeUrl: string;
   burstRequests: number;
+  burstSeconds: number;
   burstConcurrency: number;
+  /** Answers within one second that no plan allows: a burst that reaches it without a 429 proves there is no limit. */
+  burstProofRate: number;
   billingHoldsMs: number[];
   /** Scrape-to-interact gap of the short billing check: a clock started at the scrape is off by this much. */
   scrapeGapMs: number;
@@ -32,6 +35,8 @@ export interface Settings {
   runTimeoutMs: number;
   knownDeviationsFile?: string;
   knownDeviations: KnownDeviation[];
+  /** The target's billing rule, declared in its known-deviations file instead of the specification's. */
+  declaredBilling?: DeclaredBilling;
   strict: boolean;
   reportsDir: string;
   /** Seeds of the sequences rule, each running SEQUENCE_RUNS histories; random when unset. */
@@ -58,8 +63,10 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'STRICT', flag: '--strict', default: '0', meaning: 'With 1, a test that cannot be verified fails the gate.' },
   { env: 'REPORTS_DIR', flag: '--reports', default: 'reports', meaning: 'Folder of the reports and the ledger, relative to the working directory.' },
   { env: 'SCRAPE_URL', default: 'https://example.com', meaning: 'Page scraped to provision sessions.' },
-  { env: 'BURST_REQUESTS', default: '400', meaning: 'Requests in the rate-limit burst: more than twice what the target allows in one window, so that a burst split by a window boundary is still limited.' },
+  { env: 'BURST_REQUESTS', default: '2000', meaning: 'Most requests the rate-limit burst sends; it stops at its first 429 (once a stop of a live session was throttled too). More than twice what the target allows in one window, so that a burst split by a window boundary is still limited.' },
+  { env: 'BURST_SECONDS', default: '10', meaning: 'Longest time the rate-limit burst sends.' },
   { env: 'BURST_CONCURRENCY', default: '200', meaning: 'Requests in flight at once during the burst (at most BURST_REQUESTS).' },
+  { env: 'BURST_PROOF_RATE', default: '400', meaning: 'Answers within one second that no plan of the target allows. A burst that reaches it without a 429 fails (the target does not rate-limit); one that stays below it without a 429 is an error of the run (the client was too slow to tell).' },
   { env: 'BILLING_HOLDS_MS', default: '1250,2500,3750', meaning: 'The three hold times of the billing rule (different, none a whole second).' },
   { env: 'SCRAPE_GAP_MS', default: '2000', meaning: 'Pause between scrape and interact in the short billing check: at 2 s or more, a clock started at the scrape shows in the credits alone.' },
   { env: 'REQUEST_TIMEOUT_MS', default: '30000', meaning: 'Total deadline of one request, body included.' },
@@ -122,7 +129,7 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
 
   const scrapeUrl = env.SCRAPE_URL || 'https://example.com';
   if (!/^https?:\/\/\S+$/.test(scrapeUrl)) problems.push(`SCRAPE_URL must be an http(s) URL (got "${scrapeUrl}").`);
-  const burstRequests = integer('BURST_REQUESTS', 400, 2);
+  const burstRequests = integer('BURST_REQUESTS', 2000, 2);
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000);
   const backoffBudgetMs = integer('BACKOFF_BUDGET_MS', 300_000, 0);
   const billing = readBilling(env, problems);
@@ -132,12 +139,16 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
   const sequenceSeeds = env.SEQUENCE_SEED ? env.SEQUENCE_SEED.split(',').map((part) => Number(part.trim())) : undefined;
   if (sequenceSeeds?.some((seed) => !Number.isInteger(seed))) problems.push(`SEQUENCE_SEED must be an integer, or several separated by commas (got "${env.SEQUENCE_SEED}").`);
 
+  const read = knownDeviationsFile ? readDeviationsFile(knownDeviationsFile, env.KNOWN_DEVIATIONS!, problems) : undefined;
+  const declared = { knownDeviations: read?.deviations ?? [], declaredBilling: read?.billing };
   const settings: Settings = {
     ...target,
     ...billing,
     scrapeUrl,
     burstRequests,
+    burstSeconds: integer('BURST_SECONDS', 10),
     burstConcurrency: integer('BURST_CONCURRENCY', Math.min(burstRequests, 200)),
+    burstProofRate: integer('BURST_PROOF_RATE', 400),
     requestTimeoutMs,
     backoffBudgetMs,
     creditTolerance: 0.005,
@@ -145,7 +156,7 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     testTimeoutMs: integer('TEST_TIMEOUT_MS', external ? longestHold + 6 * backoffBudgetMs + 4 * requestTimeoutMs : 30_000),
     runTimeoutMs: integer('RUN_TIMEOUT_MS', external ? 3_600_000 : 600_000),
     knownDeviationsFile,
-    knownDeviations: knownDeviationsFile ? readDeviationsFile(knownDeviationsFile, env.KNOWN_DEVIATIONS!, problems) : [],
+    ...declared,
     strict: flag('STRICT'),
     reportsDir: path.resolve(env.REPORTS_DIR || 'reports'),
     sequenceSeeds,
@@ -192,16 +203,16 @@ function readBilling(env: NodeJS.ProcessEnv, problems: string[]): Pick<Settings,
   return { billingHoldsMs, scrapeGapMs, durationToleranceMs };
 }
 
-function readDeviationsFile(file: string, given: string, problems: string[]): KnownDeviation[] {
+function readDeviationsFile(file: string, given: string, problems: string[]): KnownDeviations | undefined {
   if (!existsSync(file)) {
     problems.push(`KNOWN_DEVIATIONS names a file that does not exist: ${given}`);
-    return [];
+    return undefined;
   }
   try {
     return readKnownDeviations(file);
   } catch (error) {
     problems.push(`KNOWN_DEVIATIONS: ${(error as Error).message}`);
-    return [];
+    return undefined;
   }
 }
 

@@ -1,0 +1,73 @@
+/**
+ * The whole gate, as CI runs it, several times: each run clones the committed HEAD afresh and runs
+ * `.ci/run` there (`npm ci`, then `npm test`). With --beside, another fresh clone runs `npm test`
+ * at the same time as each gate run, as on a busy shared runner. Prints each run's exit code, the
+ * time `npm test` took, and every failing test.
+ *
+ *   npm run flake:gate [-- <runs> [--beside]]     default: 5 runs, alone
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ROOT } from './matrix';
+
+const runs = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 5);
+const beside = process.argv.includes('--beside');
+
+interface Gate {
+  code: number;
+  seconds: number;
+  /** What node's test runner said of its own duration, and the tests that failed. */
+  testSeconds?: number;
+  failures: string[];
+}
+
+async function clone(): Promise<string> {
+  const folder = mkdtempSync(path.join(os.tmpdir(), 'gate-'));
+  const cloned = await run('git', ['clone', '--quiet', ROOT, folder], ROOT);
+  if (cloned.code !== 0) throw new Error(`git clone of ${ROOT} failed`);
+  return folder;
+}
+
+function run(command: string, args: string[], cwd: string): Promise<Gate> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    // CI's environment: a developer's .env, target or settings must not leak in.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(BASE_URL|API_KEY|FOREIGN_API_KEY|BURST_API_KEY|KNOWN_DEVIATIONS|REPORTS_DIR|SEQUENCE_.*)$/.test(name)));
+    const child = spawn(command, args, { cwd, env: { ...env, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    child.stdout.on('data', (chunk) => (log += chunk));
+    child.stderr.on('data', (chunk) => (log += chunk));
+    child.on('close', (code) => {
+      const duration = /^# duration_ms ([\d.]+)/m.exec(log);
+      resolve({
+        code: code ?? 1,
+        seconds: (performance.now() - started) / 1000,
+        testSeconds: duration ? Number(duration[1]) / 1000 : undefined,
+        failures: log.split('\n').filter((line) => /^not ok /.test(line) || /(FALSE ALARM|MISSED|WRONG RULE|RUN ERROR)\s*$/.test(line)).map((line) => line.trim()),
+      });
+    });
+  });
+}
+
+(async () => {
+  const results: Gate[] = [];
+  for (let index = 1; index <= runs; index++) {
+    const folder = await clone();
+    const other = beside ? await clone() : undefined;
+    // The other copy installs first, so that its npm test, not its npm ci, runs beside the gate.
+    if (other) await run('npm', ['ci', '--no-audit', '--no-fund'], other);
+    const [gate, load] = await Promise.all([run('bash', ['.ci/run'], folder), other ? run('npm', ['test'], other) : undefined]);
+    results.push(gate);
+    const took = gate.testSeconds === undefined ? '' : `, npm test ${gate.testSeconds.toFixed(0)} s`;
+    console.log(`run ${index}/${runs}${beside ? ' (another npm test beside it)' : ''}: exit ${gate.code} in ${gate.seconds.toFixed(0)} s${took}`);
+    for (const failure of gate.failures) console.log(`    ${failure}`);
+    if (load) console.log(`    the npm test beside it: exit ${load.code} in ${load.seconds.toFixed(0)} s${load.failures.length ? `; ${load.failures.join('; ')}` : ''}`);
+    for (const dir of [folder, other]) if (dir) rmSync(dir, { recursive: true, force: true });
+  }
+  const failed = results.filter((gate) => gate.code !== 0).length;
+  const slowest = Math.max(...results.map((gate) => gate.testSeconds ?? Infinity));
+  console.log(`${runs - failed} of ${runs} gate runs green; slowest npm test ${slowest.toFixed(0)} s (goal: under 300 s)`);
+  process.exit(failed ? 1 : 0);
+})();

@@ -1,0 +1,105 @@
+/**
+ * What the run knows of a target's cap on each team's live sessions, shared by its workers (as the
+ * back-off turns are). A test takes, before it provisions anything, as many slots as it needs
+ * sessions at once, all together: so that no test holds a session while it waits for another it
+ * cannot get. Slots are unbounded until the cap is known: stated up front (SESSION_CAP), or learnt
+ * when an interact that would open a session is refused with 429 while the team's limiter has room
+ * (a stop of an unknown job just after it is not refused): the cap is then the sessions the run
+ * holds live for that team. A folder per target and team under `<reports>/.sessions/`; files of
+ * processes that ended are ignored.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { alive } from './backoff-queue';
+import { RunError } from './errors';
+
+let taken = 0;
+const POLL_MS = 50;
+
+export class SessionSlots {
+  private readonly dir: string;
+  private readonly held: string[] = [];
+
+  constructor(reportsDir: string, baseURL: string, team: string, private readonly statedCap?: number) {
+    this.dir = path.join(reportsDir, '.sessions', createHash('sha1').update(`${baseURL}\n${team}`).digest('hex').slice(0, 12));
+  }
+
+  /** The cap on live sessions as the run knows it: stated, learnt, or undefined (none met yet). */
+  cap(): number | undefined {
+    const learnt = existsSync(path.join(this.dir, 'cap')) ? Number(readFileSync(path.join(this.dir, 'cap'), 'utf8')) : undefined;
+    return this.statedCap ?? learnt;
+  }
+
+  /**
+   * Takes `count` slots at once, waiting (until `deadline`) while the run holds too many. Returns
+   * how many it took: fewer than asked when the cap is below `count`, never 0 unless the cap is 0.
+   */
+  async take(count: number, deadline: number, signal: AbortSignal): Promise<number> {
+    for (;;) {
+      const cap = this.cap();
+      const wanted = Math.min(count, cap ?? count);
+      if (wanted === 0) return 0;
+      const took = this.locked(() => {
+        if (cap !== undefined && this.slotsInUse() + wanted > cap) return false;
+        for (let slot = 0; slot < wanted; slot++) {
+          const name = `slot-${process.pid}-${++taken}`;
+          writeFileSync(path.join(this.dir, name), '');
+          this.held.push(name);
+        }
+        return true;
+      });
+      if (took) return wanted;
+      if (performance.now() > deadline) throw new RunError(`no room for ${wanted} live session(s) under the target's cap of ${cap} per team: the run's other tests held them past the back-off budget`);
+      await sleep(POLL_MS, undefined, { signal });
+    }
+  }
+
+  /** Gives back every slot this holder took. */
+  release(): void {
+    for (const name of this.held.splice(0)) rmSync(path.join(this.dir, name), { force: true });
+  }
+
+  /** What a 429 to an interact that would open a session, with the limiter's room shown, teaches: the cap is the sessions live now. */
+  learn(live: number): number {
+    return this.locked(() => {
+      const cap = Math.min(live, this.cap() ?? Infinity);
+      writeFileSync(path.join(this.dir, 'cap'), String(cap));
+      return cap;
+    });
+  }
+
+  private slotsInUse(): number {
+    return readdirSync(this.dir).filter((name) => name.startsWith('slot-') && alive(Number(name.split('-')[1]))).length;
+  }
+
+  /** A critical section across the run's processes: a lock folder, taken over from a process that ended. */
+  private locked<T>(body: () => T): T {
+    mkdirSync(this.dir, { recursive: true });
+    const lock = path.join(this.dir, 'lock');
+    for (;;) {
+      try {
+        mkdirSync(lock);
+        writeFileSync(path.join(lock, 'pid'), String(process.pid));
+        break;
+      } catch {
+        let holder = 0;
+        try {
+          holder = Number(readFileSync(path.join(lock, 'pid'), 'utf8'));
+        } catch {
+          // being written: try again
+        }
+        if (holder && !alive(holder)) rmSync(lock, { recursive: true, force: true });
+        // A busy wait of a few microseconds: the section is a directory listing and a few writes.
+        const until = performance.now() + 1;
+        while (performance.now() < until);
+      }
+    }
+    try {
+      return body();
+    } finally {
+      rmSync(lock, { recursive: true, force: true });
+    }
+  }
+}
