@@ -42,7 +42,7 @@ export default defineConfig({
         },
       },
     ],
-    ['./tests/support/summary-reporter.ts', { reportsDir: settings.reportsDir, target, embedded: settings.embedded, strict: settings.strict } satisfies SummaryOptions],
+    ['./tests/support/summary-reporter.ts', { reportsDir: settings.reportsDir, target, embedded: settings.embedded, strict: settings.strict, sessionCap: settings.sessionCap } satisfies SummaryOptions],
   ],
   // Traces, screenshots and videos stay off: Playwright records request headers verbatim.
   use: { trace: 'off', screenshot: 'off', video: 'off' },

@@ -17,7 +17,7 @@ import { RULES, RULE_IDS, TEST_IDS } from '../tests/support/rules';
 import type { Summary } from '../tests/support/verdict';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
 import { filesContaining, SECRETS } from './secrets';
-import { correctVariants, faultyVariants } from './variants';
+import { capsSessions, correctVariants, faultyVariants } from './variants';
 
 const BIN = path.join(ROOT, 'bin', 'stop-session-conformance.js');
 const tempDir = (prefix: string) => mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -213,6 +213,23 @@ describe('the command, end to end', { concurrency: 3 }, () => {
         assert.equal(burst.outcome, 'error');
         assert.match(burst.note!, /no 429 in \d+ requests over [\d.]+ s, at up to (\d|[1-9]\d) answered within one second: below BURST_PROOF_RATE \(400 a second\)/);
         assert.equal(server.activeSessions().length, 0);
+      } finally {
+        await server.close();
+      }
+    }
+  });
+
+  test('a target that caps each team\'s live sessions passes: the run learns the cap, its tests take turns under it, and the summary says so', async () => {
+    for (const [cap, args] of [[2, []], [1, ['--rule', 'rate-limit', '--rule', 'sequences', '--rule', 'owner-stop']]] as const) {
+      const { server, env } = await external(capsSessions(cap, false).behaviour);
+      try {
+        const run = await conformance([...args], { ...env, BURST_API_KEY: SECRETS[2] });
+        assert.equal(run.code, args.length ? 3 : 0, run.log.slice(-3000));
+        assert.equal(run.summary!.sessionCap?.cap, cap, 'the cap the run met');
+        assert.match(run.summary!.sessionCap!.how, /^learnt from refused interacts of the (owner|burst)( and (owner|burst))? teams?$/);
+        assert.match(run.log, new RegExp(`SESSION CAP: ${cap} live session\\(s\\) per team`));
+        assert.equal(server.activeSessions().length, 0);
+        assert.deepEqual(filesContaining(run.reports), [], 'keys in the reports');
       } finally {
         await server.close();
       }

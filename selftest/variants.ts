@@ -253,8 +253,8 @@ export const faultyVariants: Variant[] = [
     name: 'throttled-stop-still-stops',
     breaks: 'rate-limit',
     description: 'stops the session named in a stop it answers 429 (the limiter runs after the handler)',
-    // A 3 s window: a burst slowed by a busy machine still has its throttled stop inside the window.
-    options: withLimit({ limit: 150, windowMs: 3000 }, (base, state) => ({
+    // 40 in a 3 s window: the first wave of a burst goes past it at once, even slowed by a busy machine, and its throttled stop falls inside the window.
+    options: withLimit({ limit: 40, windowMs: 3000 }, (base, state) => ({
       send: stopsWhenRefusing(429, base, state),
     })),
   },
@@ -262,7 +262,7 @@ export const faultyVariants: Variant[] = [
     name: 'rate-limited-reveals-billing',
     breaks: 'rate-limit',
     description: "puts the session's duration and credits so far in a 429 to its stop",
-    options: withLimit({ limit: 150, windowMs: 3000 }, (base, state) => ({
+    options: withLimit({ limit: 40, windowMs: 3000 }, (base, state) => ({
       send: (res, reply) => {
         const jobId = jobOf(res) ?? '';
         base.send(res, res.req.method === 'DELETE' && reply.status === 429 && state.sessions.has(jobId) ? withBody(reply, billingSoFar(state, jobId)) : reply);
@@ -402,6 +402,18 @@ const keyless = (base: Behaviour): Partial<Behaviour> => {
   return { authenticate: (h) => (h === undefined ? anonymous : base.authenticate(h)) };
 };
 
+/** Caps each team's live sessions, as the hosted service's plans do: the interact that would open one more answers 429. */
+export const capsSessions = (cap: number, retryAfter: boolean): ReferenceOptions =>
+  behaviour((base, state) => ({
+    interact: (team, jobId, body) => {
+      const live = [...state.sessions.values()].filter((session) => session.teamId === team.id).length;
+      if (live >= cap && !state.sessions.has(jobId) && state.jobs.get(jobId)?.teamId === team.id) {
+        return base.error(429, `Concurrency limit exceeded: at most ${cap} browser sessions at once.`, retryAfter ? { 'Retry-After': '1' } : {});
+      }
+      return base.interact(team, jobId, body);
+    },
+  }));
+
 export const correctVariants: Variant[] = [
   { name: 'minimal-success-body', description: 'answers the owner with {"success": true} only', options: stopReply((r) => (r.status === 200 ? { ...r, body: { success: true } } : r)) },
   { name: 'extra-fields', description: 'adds cleanupQueued to results and a code to errors', options: behaviour((base) => ({ stop: (t, j) => { const r = base.stop(t, j); return withBody(r, r.status === 200 ? { cleanupQueued: true } : { code: `E${r.status}` }); } })) },
@@ -440,6 +452,9 @@ export const correctVariants: Variant[] = [
       return { limit: () => take('addr:every-route') };
     }),
   },
+  { name: 'session-cap-1', description: 'allows each team one live session; the interact that would open another answers 429 with Retry-After', options: capsSessions(1, true) },
+  { name: 'session-cap-2-no-retry-after', description: 'allows each team two live sessions; beyond, 429 with no Retry-After', options: capsSessions(2, false) },
+  { name: 'session-cap-4', description: 'allows each team four live sessions; beyond, 429 with Retry-After', options: capsSessions(4, true) },
   { name: 'token-bucket-limiter', description: 'limits with a token bucket per team (50 tokens, 50 a second) instead of a fixed window', options: behaviour((_base, state) => ({ limit: tokenBucket(50, 50, state.clock) })) },
 ];
 

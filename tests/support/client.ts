@@ -64,6 +64,8 @@ export interface SendOptions {
   attach?: boolean;
   /** On a kept-alive connection of the client's pool: for the burst, whose timing bounds nothing. */
   pooled?: boolean;
+  /** Asked after a 429, before backing off: `true` ends the retries, and the 429 is the answer. */
+  giveUpOn429?: (attempt: number) => Promise<boolean>;
 }
 
 /** Attachments past this size are cut, with a note saying how much was left out. */
@@ -282,6 +284,10 @@ export function createClient(options: ClientOptions) {
             spell?.leave();
           }
           if (answer.status === 429 && on429 !== 'once') {
+            if (await request.giveUpOn429?.(attempts)) {
+              await record(options, answer, request);
+              return answer;
+            }
             queue?.join();
             const wait = retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
             if (performance.now() + wait <= deadline) {

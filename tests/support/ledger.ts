@@ -10,6 +10,7 @@ import { redact } from './redact';
 
 export type LedgerEntry =
   | { event: 'created'; at: string; target: string; embedded: boolean; jobId: string; identity: string; test?: string }
+  | { event: 'live'; at: string; target: string; jobId: string; identity: string }
   | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number };
 
 export const ledgerFile = (reportsDir: string) => path.join(reportsDir, 'ledger.jsonl');
@@ -24,6 +25,11 @@ export class Ledger {
     this.endedInThisProcess.delete(`${entry.target} ${entry.jobId} ${entry.identity}`);
   }
 
+  /** An interact answered 200 on the job: a session runs (what a cap on live sessions counts). */
+  live(entry: { target: string; jobId: string; identity: string }): void {
+    this.write({ event: 'live', at: new Date().toISOString(), ...entry });
+  }
+
   ended(entry: { target: string; jobId: string; identity: string; status: number }): void {
     this.write({ event: 'ended', at: new Date().toISOString(), ...entry });
     this.endedInThisProcess.add(`${entry.target} ${entry.jobId} ${entry.identity}`);
@@ -36,8 +42,19 @@ export class Ledger {
 
   /** Jobs created and not ended by a stop of the team that created them, oldest first. */
   open(): Extract<LedgerEntry, { event: 'created' }>[] {
-    if (!existsSync(this.file)) return [];
+    return this.read().open;
+  }
+
+  /** How many of an identity's open jobs on a target have a live session (an interact answered 200). */
+  liveSessions(target: string, identity: string): number {
+    const { open, live } = this.read();
+    return open.filter((entry) => entry.target === target && entry.identity === identity && live.has(`${entry.target} ${entry.jobId}`)).length;
+  }
+
+  private read() {
     const open = new Map<string, Extract<LedgerEntry, { event: 'created' }>>();
+    const live = new Set<string>();
+    if (!existsSync(this.file)) return { open: [], live };
     for (const line of readFileSync(this.file, 'utf8').split('\n')) {
       if (!line.trim()) continue;
       let entry: LedgerEntry;
@@ -47,10 +64,11 @@ export class Ledger {
         continue; // a line cut short by a killed process
       }
       const key = `${entry.target} ${entry.jobId}`;
-      if (entry.event === 'created') open.set(key, entry);
-      else if (open.get(key)?.identity === entry.identity) open.delete(key);
+      if (entry.event === 'created') (open.set(key, entry), live.delete(key));
+      else if (entry.event === 'live') live.add(key);
+      else if (open.get(key)?.identity === entry.identity) (open.delete(key), live.delete(key));
     }
-    return [...open.values()];
+    return { open: [...open.values()], live };
   }
 
   private write(entry: LedgerEntry): void {

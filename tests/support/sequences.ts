@@ -19,7 +19,7 @@ import { interactPath, summary, type Answer, type Client } from './client';
 import { expectRefusal, expectRevealsNothing } from './refusals';
 import { DeclaredBehaviour, plain, RunError } from './errors';
 import { expect } from './schemas';
-import type { Sessions } from './sessions';
+import { CapReached, type Sessions } from './sessions';
 import type { Settings } from './settings';
 import type { Identities, IdentityName } from './target';
 
@@ -35,6 +35,8 @@ interface SessionModel {
 
 interface Model {
   sessions: SessionModel[];
+  /** How many sessions may be live at once: three, or fewer under the target's cap. */
+  capacity: number;
 }
 
 /** Requests to the rate-limited endpoints (stop and interact) a search may send, shrinking included. */
@@ -123,7 +125,7 @@ const stop = (real: Real, session: SessionModel, who: IdentityName = 'owner') =>
 /** Provisions a session and adds it to the model as live, begun within its interact call. */
 async function provisionInto(model: Model, real: Real): Promise<void> {
   const label = LABELS[model.sessions.length];
-  const session = await real.sessions.provision({ quiet: true });
+  const session = await real.sessions.provision({ quiet: true, reserved: true });
   model.sessions.push({ label, jobId: session.jobId, live: true, began: { lo: session.created.sentAt, hi: session.created.receivedAt } });
   real.history.step(`provision session ${label} → scrape ${session.scrape.status}, interact ${brief(session.created)}`);
 }
@@ -161,7 +163,7 @@ async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer
 
 function provisionStep(budget: Budget): Step {
   return {
-    check: (model) => model.sessions.length < LABELS.length && budget.affords(1),
+    check: (model) => model.sessions.length < model.capacity && budget.affords(1),
     run: (model, real) => (budget.spend(1), provisionInto(model, real)),
     toString: () => 'provision',
   };
@@ -332,7 +334,8 @@ export async function exploreHistories({ api, sessions, identities, settings, se
     try {
       // Every history begins with session A, so that no step waits for a session to act on.
       const setup = async () => {
-        const model: Model = { sessions: [] };
+        // Room for every session the history may open, taken before it opens any.
+        const model: Model = { sessions: [], capacity: await sessions.reserve(LABELS.length) };
         const real: Real = { api, sessions, identities, settings, history, charges, examined };
         if (budget.affords(1)) {
           budget.spend(1);
@@ -346,6 +349,8 @@ export async function exploreHistories({ api, sessions, identities, settings, se
         budget.halted ??= error;
         return;
       }
+      // The target's cap on live sessions showed: not a disagreement; the next history keeps under it.
+      if (error instanceof CapReached) return;
       lastFailure = { history, message: String((error as Error).message) };
       throw error;
     } finally {

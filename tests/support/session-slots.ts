@@ -9,7 +9,7 @@
  * processes that ended are ignored.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { alive } from './backoff-queue';
@@ -17,19 +17,31 @@ import { RunError } from './errors';
 
 let taken = 0;
 const POLL_MS = 50;
+const CAP_FILE = 'cap.json';
+
+/** The caps the run learnt, per team, from `<reports>/.sessions`: for the summary. */
+export function learntCaps(sessionsDir: string): { team: string; cap: number }[] {
+  if (!existsSync(sessionsDir)) return [];
+  return readdirSync(sessionsDir).flatMap((folder) => {
+    try {
+      return [JSON.parse(readFileSync(path.join(sessionsDir, folder, CAP_FILE), 'utf8'))];
+    } catch {
+      return [];
+    }
+  });
+}
 
 export class SessionSlots {
   private readonly dir: string;
   private readonly held: string[] = [];
 
-  constructor(reportsDir: string, baseURL: string, team: string, private readonly statedCap?: number) {
+  constructor(reportsDir: string, baseURL: string, private readonly team: string, private readonly statedCap?: number) {
     this.dir = path.join(reportsDir, '.sessions', createHash('sha1').update(`${baseURL}\n${team}`).digest('hex').slice(0, 12));
   }
 
   /** The cap on live sessions as the run knows it: stated, learnt, or undefined (none met yet). */
   cap(): number | undefined {
-    const learnt = existsSync(path.join(this.dir, 'cap')) ? Number(readFileSync(path.join(this.dir, 'cap'), 'utf8')) : undefined;
-    return this.statedCap ?? learnt;
+    return this.statedCap ?? learntCaps(path.dirname(this.dir)).find((learnt) => learnt.team === this.team)?.cap;
   }
 
   /**
@@ -65,7 +77,7 @@ export class SessionSlots {
   learn(live: number): number {
     return this.locked(() => {
       const cap = Math.min(live, this.cap() ?? Infinity);
-      writeFileSync(path.join(this.dir, 'cap'), String(cap));
+      writeFileSync(path.join(this.dir, CAP_FILE), JSON.stringify({ team: this.team, cap }));
       return cap;
     });
   }
@@ -90,7 +102,8 @@ export class SessionSlots {
         } catch {
           // being written: try again
         }
-        if (holder && !alive(holder)) rmSync(lock, { recursive: true, force: true });
+        // A holder that ended, or one that ended before it could say who it was.
+        if ((holder && !alive(holder)) || (!holder && lockAgeMs(lock) > 5_000)) rmSync(lock, { recursive: true, force: true });
         // A busy wait of a few microseconds: the section is a directory listing and a few writes.
         const until = performance.now() + 1;
         while (performance.now() < until);
@@ -101,5 +114,13 @@ export class SessionSlots {
     } finally {
       rmSync(lock, { recursive: true, force: true });
     }
+  }
+}
+
+function lockAgeMs(lock: string): number {
+  try {
+    return Date.now() - statSync(lock).mtimeMs;
+  } catch {
+    return 0;
   }
 }

@@ -5,8 +5,10 @@
  * lists every one it could not stop.
  */
 import type { Fixtures } from '@playwright/test';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, interactPath, summary, type Answer, type Client } from './client';
+import { SessionSlots } from './session-slots';
 import type { Ledger } from './ledger';
 import { RunError } from './errors';
 import { schemaErrors } from './schemas';
@@ -31,6 +33,8 @@ export interface ProvisionOptions {
   quiet?: boolean;
   /** The team that owns the session: the owner unless said otherwise. */
   as?: Identity;
+  /** Room for it was taken with others (provisionMany): a cap that shows is the caller's to handle. */
+  reserved?: boolean;
 }
 
 /** What the sessions' code runs: cheap, and billed at the code rate (a prompt bills more). */
@@ -39,10 +43,18 @@ export const INTERACT_BODY = { code: 'console.log("conformance session")', langu
 /** Job ids as the ledger and cleanup accept them: nothing that could turn a path into another path. */
 const PLAIN_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
+/** An interact that would open a session was refused with 429 while the team's limiter had room: the target's cap on live sessions. */
+export class CapReached extends Error {
+  constructor(readonly cap: number) {
+    super(`the target refused a session beyond its cap of ${cap} live session(s) per team`);
+    this.name = 'CapReached';
+  }
+}
+
 export interface SessionsOptions {
   api: Client;
   identities: Identities;
-  settings: Pick<Settings, 'scrapeUrl'>;
+  settings: Pick<Settings, 'scrapeUrl' | 'reportsDir' | 'sessionCap' | 'backoffBudgetMs'>;
   ledger: Ledger;
   testId?: string;
   signal?: AbortSignal;
@@ -53,6 +65,9 @@ export class Sessions {
   /** Every job a session may have followed, in the order created, with the team that owns it. */
   private readonly created: { jobId: string; owner: Identity }[] = [];
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Room taken for live sessions, per team (session-slots.ts), and the sessions of this test that went live. */
+  private readonly room = new Map<string, { slots: SessionSlots; taken: number }>();
+  private readonly live: { jobId: string; owner: Identity }[] = [];
 
   constructor(private readonly options: SessionsOptions) {}
 
@@ -60,11 +75,96 @@ export class Sessions {
     return this.options.identities.owner;
   }
 
-  /** Provisions a session; teardown waits for it even when the test was abandoned mid-way. */
+  private roomOf(owner: Identity) {
+    const team = owner.team ?? owner.name;
+    let room = this.room.get(team);
+    if (!room) {
+      const { settings, api } = this.options;
+      this.room.set(team, (room = { slots: new SessionSlots(settings.reportsDir, api.target.baseURL, team, settings.sessionCap), taken: 0 }));
+    }
+    return room;
+  }
+
+  /** This test's sessions of `owner` that are live: provisioned, and not ended by an owner's stop it sent. */
+  private liveOf(owner: Identity): number {
+    return this.live.filter((session) => session.owner === owner && !this.options.ledger.endedHere(this.options.api.target.baseURL, session.jobId, owner.name)).length;
+  }
+
+  /**
+   * Takes room for `count` live sessions of `owner` at once, before any is provisioned, giving back
+   * what this test held: a test that needs several sessions at once never holds one while it waits
+   * for another. Returns how many the target's cap allows (at most `count`).
+   */
+  async reserve(count: number, owner: Identity = this.owner): Promise<number> {
+    const room = this.roomOf(owner);
+    room.slots.release();
+    room.taken = 0;
+    room.taken = await room.slots.take(count, performance.now() + this.options.settings.backoffBudgetMs, this.options.api.signal);
+    return room.taken;
+  }
+
+  /** The cap on live sessions per team the run met or was told, if any. */
+  cap(owner: Identity = this.owner): number | undefined {
+    return this.roomOf(owner).slots.cap();
+  }
+
+  /**
+   * Provisions a session; teardown waits for it even when the test was abandoned mid-way. A test
+   * that reserved no room takes it for one session more than it has live. When the target's cap
+   * shows, the room is given back and taken again under the cap, and provisioning tries again.
+   */
   provision(options?: ProvisionOptions): Promise<Session> {
-    const promise = this.provisionNow(options);
+    const promise = this.provisionWithRoom(options);
     this.inFlight.add(promise);
     return promise.finally(() => this.inFlight.delete(promise));
+  }
+
+  /**
+   * Provisions up to `count` sessions at once, as many as the target's cap allows; when the cap
+   * shows meanwhile, those already provisioned are stopped and it begins again under the cap.
+   */
+  async provisionMany(count: number, options: ProvisionOptions = {}): Promise<Session[]> {
+    const owner = options.as ?? this.owner;
+    for (;;) {
+      const room = await this.reserve(count, owner);
+      if (room === 0) throw new RunError(`the target allows no live session for the ${owner.name} (a cap of 0)`);
+      const results = await Promise.allSettled(Array.from({ length: room }, () => this.provision({ ...options, reserved: true })));
+      const failure = results.find((result) => result.status === 'rejected');
+      if (!failure) return results.map((result) => (result as PromiseFulfilledResult<Session>).value);
+      await this.stopLive(owner);
+      if (!((failure as PromiseRejectedResult).reason instanceof CapReached)) throw (failure as PromiseRejectedResult).reason;
+    }
+  }
+
+  private async provisionWithRoom(options: ProvisionOptions & { reserved?: boolean } = {}): Promise<Session> {
+    const owner = options.as ?? this.owner;
+    for (;;) {
+      if (!options.reserved && this.roomOf(owner).taken <= this.liveOf(owner)) {
+        if ((await this.reserve(this.liveOf(owner) + 1, owner)) <= this.liveOf(owner)) {
+          throw new RunError(`the target's cap of ${this.cap(owner)} live session(s) per team leaves no room for another session of this test`);
+        }
+      }
+      try {
+        const session = await this.provisionNow(options);
+        this.live.push({ jobId: session.jobId, owner });
+        return session;
+      } catch (error) {
+        // Room taken together for several sessions is the caller's to take again (provisionMany).
+        if (!(error instanceof CapReached) || options.reserved) throw error;
+        this.roomOf(owner).slots.release();
+        this.roomOf(owner).taken = 0;
+      }
+    }
+  }
+
+  /** Stops, as its owner, every session of this test that is live: room given back must hold no session. */
+  private async stopLive(owner: Identity): Promise<void> {
+    await Promise.allSettled(this.inFlight);
+    for (const { jobId } of this.live.filter((session) => session.owner === owner)) {
+      if (this.options.ledger.endedHere(this.options.api.target.baseURL, jobId, owner.name)) continue;
+      const problem = await stopAsOwner(this.options.api, owner, jobId);
+      if (problem) throw new RunError(`could not stop ${jobId} to give its room back: ${problem}`);
+    }
   }
 
   /** A scrape job that never gets a session. */
@@ -81,6 +181,7 @@ export class Sessions {
     const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet });
     if (answer.status === 200 && ledger.endedHere(api.target.baseURL, jobId, owner.name)) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
+      ledger.live({ target: api.target.baseURL, jobId, identity: owner.name });
     }
     return answer;
   }
@@ -97,7 +198,20 @@ export class Sessions {
       const problem = await stopAsOwner(cleaner, owner, jobId);
       if (problem) problems.push(`${jobId} (${problem})`);
     }
+    // Room stays taken for a session that could not be stopped: it may still count against the cap.
+    if (!problems.length) for (const room of this.room.values()) (room.slots.release(), (room.taken = 0));
     return problems;
+  }
+
+  /**
+   * Whether a 429 to an interact that would open a session is the target's cap on live sessions,
+   * not its rate limit: a stop of an unknown job by the same team, just after it, is not refused.
+   * Asked at the 1st, 2nd, 4th, 8th... 429 of one interact, so that a rate limit costs few such stops.
+   */
+  private async capShows(owner: Identity, attempt: number): Promise<boolean> {
+    if ((attempt & (attempt - 1)) !== 0) return false;
+    const probe = await this.options.api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: owner, on429: 'once', attach: false });
+    return probe.status !== 429;
   }
 
   /** A scrape job; it goes in the ledger when a session may follow (`forSession`). */
@@ -115,9 +229,16 @@ export class Sessions {
   }
 
   private async provisionNow({ gapMs = 0, quiet = false, as: owner = this.owner }: ProvisionOptions = {}): Promise<Session> {
+    const { api, ledger } = this.options;
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
-    const interact = await this.options.api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet });
+    const interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: (attempt) => this.capShows(owner, attempt) });
+    if (interact.status === 429) {
+      const live = ledger.liveSessions(api.target.baseURL, owner.name);
+      if (live === 0) throw new RunError(`provisioning: the target refused a session (429) while the ${owner.name}'s limit had room and the run held no live session of it: ${summary(interact)}`);
+      throw new CapReached(this.roomOf(owner).slots.learn(live));
+    }
+    if (interact.status === 200) ledger.live({ target: api.target.baseURL, jobId, identity: owner.name });
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
     return { jobId, scrape, created: interact, owner };

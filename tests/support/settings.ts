@@ -43,6 +43,8 @@ export interface Settings {
   sequenceSeeds?: number[];
   sequenceRuns: number;
   sequenceBudget: number;
+  /** The target's cap on each team's live sessions, when stated up front; otherwise the run learns it. */
+  sessionCap?: number;
 }
 
 export class ConfigurationError extends Error {
@@ -78,6 +80,7 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'SEQUENCE_SEED', default: 'random', meaning: 'Seed of the sequences rule (several, comma-separated, run one after the other); replays a printed counterexample.' },
   { env: 'SEQUENCE_RUNS', default: '50 embedded; 2 otherwise', meaning: 'Random histories the sequences rule runs per seed.' },
   { env: 'SEQUENCE_BUDGET', default: '1000 embedded; 20 otherwise', meaning: 'Requests to stop and interact the sequences rule may send per seed, shrinking included.' },
+  { env: 'SESSION_CAP', default: 'learnt', meaning: "The target's cap on each team's live browser sessions, when known. Unset: the run learns it from the first interact refused with 429 while the team's rate limit had room." },
   { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
 ];
 
@@ -162,6 +165,7 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     sequenceSeeds,
     sequenceRuns: integer('SEQUENCE_RUNS', external ? 2 : 50),
     sequenceBudget: integer('SEQUENCE_BUDGET', external ? 20 : 1000, 10),
+    sessionCap: env.SESSION_CAP ? integer('SESSION_CAP', 0, 1) : undefined,
   };
   if (problems.length) throw new ConfigurationError(problems);
   return settings;

@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestError, TestResult } from '@playwright/test/reporter';
 import { redact } from './redact';
+import { learntCaps } from './session-slots';
 import { ruleOf, testIdOf, type TestId } from './rules';
 import { firstLine } from './errors';
 import { emptyRecords, outcomeOf, renderSummary, summarise, type Summary, type TestRecord } from './verdict';
@@ -16,6 +17,7 @@ export interface SummaryOptions {
   target: string;
   embedded: boolean;
   strict: boolean;
+  sessionCap?: number;
 }
 
 export default class SummaryReporter implements Reporter {
@@ -60,6 +62,14 @@ export default class SummaryReporter implements Reporter {
     this.errors.push(redact(firstLine(error.message ?? error.value) ?? 'unknown error'));
   }
 
+  /** The cap on live sessions stated up front, or the lowest the run learnt, and from which team. */
+  private sessionCap(): Summary['sessionCap'] {
+    if (this.options.sessionCap !== undefined) return { cap: this.options.sessionCap, how: 'stated: SESSION_CAP' };
+    const [lowest, ...others] = learntCaps(path.join(this.options.reportsDir, '.sessions')).sort((a, b) => a.cap - b.cap);
+    const teams = [lowest, ...others].filter(Boolean).map((learnt) => learnt.team);
+    return lowest && { cap: lowest.cap, how: `learnt from refused interacts of the ${teams.join(' and ')} team${teams.length > 1 ? 's' : ''}` };
+  }
+
   async onEnd(_result: FullResult) {
     if (process.argv.includes('--list')) return; // listing runs nothing: keep the last run's summary
     const summary = summarise(this.records, {
@@ -70,6 +80,7 @@ export default class SummaryReporter implements Reporter {
       filtered: this.filtered || undefined,
       durationMs: Date.now() - this.started,
       errors: this.errors,
+      sessionCap: this.sessionCap(),
     });
     mkdirSync(this.options.reportsDir, { recursive: true });
     writeFileSync(path.join(this.options.reportsDir, 'conformance-summary.json'), JSON.stringify(summary, null, 2));

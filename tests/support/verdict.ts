@@ -43,6 +43,8 @@ export interface Summary {
   durationMs: number;
   /** Errors of the run outside any test (global setup or teardown, a leak). */
   errors: string[];
+  /** The target's cap on each team's live sessions, as the run met it or was told (SESSION_CAP). */
+  sessionCap?: { cap: number; how: string };
   notRun: TestId[];
   rules: Record<RuleId, RuleRecord>;
 }
@@ -125,6 +127,7 @@ export function mergeSummaries(summaries: Summary[]): Summary {
     strict: summaries.some((summary) => summary.strict),
     durationMs: Math.max(...summaries.map((summary) => summary.durationMs)),
     errors,
+    sessionCap: summaries.map((summary) => summary.sessionCap).filter((cap) => cap !== undefined).sort((a, b) => a!.cap - b!.cap)[0],
   });
 }
 
@@ -148,6 +151,7 @@ export function renderSummary(summary: Summary): string {
     const rules = [...new Set(summary.notRun.map(ruleOf))];
     lines.push(`  NOT RUN: ${summary.notRun.length} of ${TEST_IDS.length} tests, in rules ${rules.join(', ')}${summary.shard ? ` (merge the shards: npm run verdict -- <summaries>)` : ''}`);
   }
+  if (summary.sessionCap) lines.push(`  SESSION CAP: ${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how}); tests took turns under it`);
   const tally = SEVERITY.map((outcome) => [outcome, count(outcome)] as const).filter(([, n]) => n).map(([outcome, n]) => `${n} ${outcome}`);
   lines.push(`Verdict: ${summary.verdict.toUpperCase()} (exit ${summary.exitCode}; ${TEST_IDS.length} tests in ${RULE_IDS.length} rules: ${tally.join(', ')})`, '');
   return lines.join('\n');
