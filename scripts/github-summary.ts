@@ -10,6 +10,7 @@
  * where the reports can be downloaded.
  */
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { describeCost } from '../tests/support/cost';
 import type { Outcome, Summary, TestRecord } from '../tests/support/verdict';
 
 const VERDICTS = ['pass', 'fail', 'error', 'incomplete']; // by exit code (tests/support/verdict.ts)
@@ -41,6 +42,8 @@ export function githubSummary(summary: Summary | undefined, runExitCode?: number
     section('Not verifiable', listed('not verifiable'));
     section('Errors of the run', [...summary.errors, ...listed('error')]);
     section('Not run', summary.notRun.length ? [`${summary.notRun.length} of ${tests.length} tests: ${summary.notRun.map((id) => `\`${id}\``).join(', ')}`] : []);
+    if (summary.sessionCap) section('Session cap', [`${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how})`]);
+    if (summary.cost) section('What the run spent on the target', describeCost(summary.cost).map((line) => line.trim().replace(/^COST: /, '')));
   }
   if (reportUrl) lines.push('', `Reports (Allure report, JUnit, summary): [${reportUrl}](${reportUrl})`);
   return { verdict, exitCode, markdown: `${lines.join('\n')}\n` };

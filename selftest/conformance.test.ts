@@ -152,6 +152,13 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       assert.equal(server.activeSessions().length, 0);
       assert.deepEqual(filesContaining(run.reports), [], 'keys in the reports');
       assert.deepEqual(filesContaining(run.log), [], 'keys in the output');
+      // What the run says it spent is what the target counted: its charges, the sessions it stopped, and the bursts' 429s.
+      const cost = run.summary!.cost!;
+      assert.ok(Math.abs(cost.credits - server.creditsBilled()) < 0.001, `credits: ${cost.credits} reported, ${server.creditsBilled()} charged`);
+      assert.equal(cost.sessions, server.state.charges.length, 'every session the run created was charged once');
+      assert.ok(cost.throttled > 0 && cost.limitedRequests > cost.throttled, JSON.stringify(cost));
+      assert.match(run.log, /COST: \d+ session\(s\) created, \d+ scrape\(s\), [\d.]+ credit\(s\) billed as the target reported them; \d+ request\(s\) to stop and interact, \d+ answered 429; [\d.]+ s/);
+      assert.match(readFileSync(path.join(run.reports, 'junit.xml'), 'utf8'), /<property name="cost\.limitedRequests" value="\d+"\/>/);
 
       // A burst-team session a killed run left open: only that team's key can stop it.
       const call = (path: string, body: object) => fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${SECRETS[2]}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.json());

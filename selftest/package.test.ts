@@ -280,6 +280,7 @@ describe('the kit as a package and as a GitHub Action', { concurrency: true }, (
     assert.deepEqual(rows.map((row) => row.match(/\(`([\w-]+)`\)/)![1]), RULE_IDS, 'one row per rule');
     for (const row of rows) assert.match(row, /\| ✅ pass \| (must|should|inferred)(, (must|should|inferred))* \| (?<ran>\d+)\/\k<ran> \|$/);
     assert.match(run.summary, /## Conformance: PASS \(exit code 0\)/);
+    assert.match(run.summary, /### What the run spent on the target\n\n- \d+ session\(s\) created, \d+ scrape\(s\), [\d.]+ credit\(s\) billed/);
     assert.match(run.summary, /embedded reference/);
     assert.match(run.summary, /\(https:\/\/github\.example\/someone\/implementation\/actions\/runs\/4242\)/, 'a link to the run and its artifact');
   });

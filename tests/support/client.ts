@@ -22,6 +22,7 @@ import tls from 'node:tls';
 import zlib from 'node:zlib';
 import type { Fixtures } from '@playwright/test';
 import { BackoffQueue } from './backoff-queue';
+import { countCredits, countRequest, countScrape, writeSpend } from './cost';
 import { QuietSpell } from './quiet-spell';
 import { Ledger, ledgerFile } from './ledger';
 import { redact, redactAuthorization, redactHeaders } from './redact';
@@ -66,7 +67,12 @@ export interface SendOptions {
   pooled?: boolean;
   /** Asked after a 429, before backing off: `true` ends the retries, and the 429 is the answer. */
   giveUpOn429?: (attempt: number) => Promise<boolean>;
+  /** Called just before each attempt is sent. */
+  before?: () => void;
 }
+
+/** A request that has waited this long for a rate limit says so, once. */
+const TELL_AFTER_MS = 5_000;
 
 /** Attachments past this size are cut, with a note saying how much was left out. */
 export const ATTACHMENT_LIMIT_BYTES = 64 * 1024;
@@ -267,6 +273,7 @@ export function createClient(options: ClientOptions) {
       };
       // A burst's spell lasts its sends, at most a few requests' timeouts, and, on a limit it shares, its recovery.
       const spellDeadline = deadline + 4 * settings.requestTimeoutMs;
+      let told = false;
       try {
         for (let attempts = 1; ; attempts++) {
           await queue?.turn(deadline, signal).catch(cancelled('waiting its turn after 429'));
@@ -279,10 +286,12 @@ export function createClient(options: ClientOptions) {
           await spell?.enter(spellDeadline, signal).catch(cancelled("waiting for another worker's burst"));
           let answer: Answer;
           try {
+            request.before?.();
             answer = await sendOnce(options, signal, request, attempts, request.pooled ? poolOf() : undefined);
           } finally {
             spell?.leave();
           }
+          countRequest(request.as.team ?? 'keyless', JOB_OF_PATH.test(request.path), answer.status);
           if (answer.status === 429 && on429 !== 'once') {
             if (await request.giveUpOn429?.(attempts)) {
               await record(options, answer, request);
@@ -290,6 +299,14 @@ export function createClient(options: ClientOptions) {
             }
             queue?.join();
             const wait = retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
+            // Once per request that waits long: which team, why, and for how long so far.
+            if (!told && performance.now() - started + wait > TELL_AFTER_MS) {
+              told = true;
+              console.log(
+                `Waiting for the ${request.as.team ?? request.as.name} team's rate limit: ${request.method} ${request.path} got 429 ${attempts} time(s) ` +
+                  `(${answer.headers['retry-after'] ? `Retry-After: ${answer.headers['retry-after']}` : 'no Retry-After'}); ${Math.round((performance.now() - started) / 1000)} s so far, at most ${Math.round(settings.backoffBudgetMs / 1000)} s (BACKOFF_BUDGET_MS).`,
+              );
+            }
             if (performance.now() + wait <= deadline) {
               await sleep(wait, undefined, { signal }).catch(cancelled('backing off after 429'));
               continue;
@@ -337,6 +354,8 @@ async function sendOnce({ target, settings }: ClientOptions, signal: AbortSignal
 /** The owner's stop that ended a session goes in the ledger; the exchange goes in the report. */
 async function record({ target, ledger, attach }: ClientOptions, answer: Answer, request: SendOptions): Promise<void> {
   const jobId = JOB_OF_PATH.exec(answer.path)?.[1];
+  if (answer.method === 'POST' && answer.path === '/v2/scrape' && answer.status === 200) countScrape();
+  if (jobId && answer.method === 'DELETE' && answer.status === 200) countCredits(answer.body?.creditsBilled);
   if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
     ledger.ended({ target: target.baseURL, jobId, identity: request.as.name, status: answer.status });
   }
@@ -369,5 +388,7 @@ export const clientFixtures: Fixtures<{ api: Client }, { ledger: Ledger }, objec
     const api = createClient({ target, settings, ledger, attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }) });
     await use(api);
     api.cancel();
+    // After the sessions' teardown, which used this test's client too: the tally includes its stops.
+    writeSpend(settings.reportsDir);
   },
 };

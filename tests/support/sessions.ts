@@ -8,6 +8,7 @@ import type { Fixtures } from '@playwright/test';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, interactPath, summary, type Answer, type Client } from './client';
+import { countSession } from './cost';
 import { SessionSlots } from './session-slots';
 import type { Ledger } from './ledger';
 import { RunError } from './errors';
@@ -182,6 +183,7 @@ export class Sessions {
     if (answer.status === 200 && ledger.endedHere(api.target.baseURL, jobId, owner.name)) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
       ledger.live({ target: api.target.baseURL, jobId, identity: owner.name });
+      countSession();
     }
     return answer;
   }
@@ -232,13 +234,20 @@ export class Sessions {
     const { api, ledger } = this.options;
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
-    const interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: (attempt) => this.capShows(owner, attempt) });
+    // The run's live sessions of the team, before and after: a session stopped meanwhile, or one whose
+    // interact answered but is not in the ledger yet, would make a single count too low.
+    let liveBefore = 0;
+    const interact = await api.send({
+      method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet,
+      before: () => void (liveBefore = ledger.liveSessions(api.target.baseURL, owner.name)),
+      giveUpOn429: (attempt) => this.capShows(owner, attempt),
+    });
     if (interact.status === 429) {
-      const live = ledger.liveSessions(api.target.baseURL, owner.name);
+      const live = Math.max(liveBefore, ledger.liveSessions(api.target.baseURL, owner.name));
       if (live === 0) throw new RunError(`provisioning: the target refused a session (429) while the ${owner.name}'s limit had room and the run held no live session of it: ${summary(interact)}`);
       throw new CapReached(this.roomOf(owner).slots.learn(live));
     }
-    if (interact.status === 200) ledger.live({ target: api.target.baseURL, jobId, identity: owner.name });
+    if (interact.status === 200) (ledger.live({ target: api.target.baseURL, jobId, identity: owner.name }), countSession());
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
     return { jobId, scrape, created: interact, owner };

@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestError, TestResult } from '@playwright/test/reporter';
 import { redact } from './redact';
+import { costOf, readSpend } from './cost';
 import { learntCaps } from './session-slots';
 import { ruleOf, testIdOf, type TestId } from './rules';
 import { firstLine } from './errors';
@@ -82,6 +83,7 @@ export default class SummaryReporter implements Reporter {
       errors: this.errors,
       sessionCap: this.sessionCap(),
     });
+    summary.cost = costOf(readSpend(this.options.reportsDir), summary.durationMs);
     mkdirSync(this.options.reportsDir, { recursive: true });
     writeFileSync(path.join(this.options.reportsDir, 'conformance-summary.json'), JSON.stringify(summary, null, 2));
     writeFileSync(path.join(this.options.reportsDir, 'junit.xml'), junitXml(summary, this.durations));
@@ -115,5 +117,11 @@ export function junitXml(summary: Summary, durations: Map<TestId, number>): stri
     const skipped = count('not verifiable') + count('not run');
     return `  <testsuite name="${xml(id)}" tests="${rule.tests.length}" failures="${count('fail')}" errors="${count('error')}" skipped="${skipped}">\n${cases(rule.tests).join('\n')}\n  </testsuite>`;
   });
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="conformance: ${xml(summary.target)}" verdict="${summary.verdict}">\n${suites.join('\n')}\n</testsuites>\n`;
+  const cost = summary.cost
+    ? Object.entries({ ...summary.cost, floor: undefined, ...(summary.cost.floor ? { floorMs: summary.cost.floor.floorMs, floorRatio: summary.cost.floor.ratio, floorTeam: summary.cost.floor.team, limitPerMinute: summary.cost.floor.perMinute } : {}) })
+        .filter(([, value]) => value !== undefined)
+        .map(([name, value]) => `    <property name="cost.${name}" value="${xml(String(value))}"/>`)
+    : [];
+  const properties = cost.length ? `  <properties>\n${cost.join('\n')}\n  </properties>\n` : '';
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="conformance: ${xml(summary.target)}" verdict="${summary.verdict}">\n${properties}${suites.join('\n')}\n</testsuites>\n`;
 }

@@ -11,6 +11,7 @@
  * Summaries of shards merge into one verdict (`mergeSummaries`, `npm run verdict`).
  */
 import { firstLine, isKnownDeviation, isRunError } from './errors';
+import { describeCost, mergeCosts, type Cost } from './cost';
 import { RULE_IDS, RULES, TEST_IDS, entryOf, ruleOf, type Level, type RuleId, type TestId } from './rules';
 
 export type Outcome = 'pass' | 'fail' | 'error' | 'known deviation' | 'not verifiable' | 'not run';
@@ -45,6 +46,8 @@ export interface Summary {
   errors: string[];
   /** The target's cap on each team's live sessions, as the run met it or was told (SESSION_CAP). */
   sessionCap?: { cap: number; how: string };
+  /** What the run spent on the target (tests/support/cost.ts). */
+  cost?: Cost;
   notRun: TestId[];
   rules: Record<RuleId, RuleRecord>;
 }
@@ -128,6 +131,7 @@ export function mergeSummaries(summaries: Summary[]): Summary {
     durationMs: Math.max(...summaries.map((summary) => summary.durationMs)),
     errors,
     sessionCap: summaries.map((summary) => summary.sessionCap).filter((cap) => cap !== undefined).sort((a, b) => a!.cap - b!.cap)[0],
+    cost: mergeCosts(summaries.map((summary) => summary.cost).filter((cost) => cost !== undefined)),
   });
 }
 
@@ -152,6 +156,7 @@ export function renderSummary(summary: Summary): string {
     lines.push(`  NOT RUN: ${summary.notRun.length} of ${TEST_IDS.length} tests, in rules ${rules.join(', ')}${summary.shard ? ` (merge the shards: npm run verdict -- <summaries>)` : ''}`);
   }
   if (summary.sessionCap) lines.push(`  SESSION CAP: ${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how}); tests took turns under it`);
+  if (summary.cost) lines.push(...describeCost(summary.cost).map((line) => `  ${line}`));
   const tally = SEVERITY.map((outcome) => [outcome, count(outcome)] as const).filter(([, n]) => n).map(([outcome, n]) => `${n} ${outcome}`);
   lines.push(`Verdict: ${summary.verdict.toUpperCase()} (exit ${summary.exitCode}; ${TEST_IDS.length} tests in ${RULE_IDS.length} rules: ${tally.join(', ')})`, '');
   return lines.join('\n');

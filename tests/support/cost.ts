@@ -1,0 +1,147 @@
+/**
+ * What a run spent on its target: sessions created, scrapes, credits billed as the target reported
+ * them, and per team the requests to the rate-limited endpoints (stop and interact) and how many
+ * got 429. Each worker counts its own requests and writes its tally after every test to
+ * `<reports>/.cost/<pid>.json`; the summary adds them up. Against a rate-limited target it also
+ * gives the run's floor: the busiest team's requests that got through, at the rate its limiter let
+ * them through while it was refusing others.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+export interface TeamSpend {
+  limited: number;
+  throttled: number;
+  /** When (ms since the epoch) its limited requests got through, and when its first and last 429 came. */
+  through: number[];
+  firstThrottled?: number;
+  lastThrottled?: number;
+}
+
+export interface Spend {
+  sessions: number;
+  scrapes: number;
+  credits: number;
+  teams: Record<string, TeamSpend>;
+}
+
+const emptySpend = (): Spend => ({ sessions: 0, scrapes: 0, credits: 0, teams: {} });
+
+/** This process's spend. */
+const pending = emptySpend();
+
+export function countRequest(team: string, limited: boolean, status: number): void {
+  if (!limited) return;
+  const spend = (pending.teams[team] ??= { limited: 0, throttled: 0, through: [] });
+  spend.limited += 1;
+  const now = Date.now();
+  if (status === 429) {
+    spend.throttled += 1;
+    spend.firstThrottled ??= now;
+    spend.lastThrottled = now;
+  } else spend.through.push(now);
+}
+
+export function countScrape(): void {
+  pending.scrapes += 1;
+}
+
+export function countSession(): void {
+  pending.sessions += 1;
+}
+
+export function countCredits(credits: unknown): void {
+  if (typeof credits === 'number' && Number.isFinite(credits)) pending.credits += credits;
+}
+
+const costDir = (reportsDir: string) => path.join(reportsDir, '.cost');
+
+/** This process's tally, for the summary. */
+export function writeSpend(reportsDir: string): void {
+  mkdirSync(costDir(reportsDir), { recursive: true });
+  writeFileSync(path.join(costDir(reportsDir), `${process.pid}.json`), JSON.stringify(pending));
+}
+
+/** Every process's tally, added up. */
+export function readSpend(reportsDir: string): Spend {
+  const total = emptySpend();
+  if (!existsSync(costDir(reportsDir))) return total;
+  for (const file of readdirSync(costDir(reportsDir))) {
+    try {
+      addSpend(total, JSON.parse(readFileSync(path.join(costDir(reportsDir), file), 'utf8')));
+    } catch {
+      // a tally cut short by a killed process
+    }
+  }
+  return total;
+}
+
+export function addSpend(total: Spend, more: Spend): Spend {
+  total.sessions += more.sessions;
+  total.scrapes += more.scrapes;
+  total.credits = Math.round((total.credits + more.credits) * 1e6) / 1e6;
+  for (const [team, spend] of Object.entries(more.teams)) {
+    const sum = (total.teams[team] ??= { limited: 0, throttled: 0, through: [] });
+    sum.limited += spend.limited;
+    sum.throttled += spend.throttled;
+    sum.through.push(...spend.through);
+    if (spend.firstThrottled !== undefined) sum.firstThrottled = Math.min(sum.firstThrottled ?? Infinity, spend.firstThrottled);
+    if (spend.lastThrottled !== undefined) sum.lastThrottled = Math.max(sum.lastThrottled ?? 0, spend.lastThrottled);
+  }
+  return total;
+}
+
+export interface Cost {
+  sessions: number;
+  scrapes: number;
+  credits: number;
+  limitedRequests: number;
+  throttled: number;
+  wallMs: number;
+  /** Against a target whose limiter refused for at least a minute: the busiest team's floor. */
+  floor?: { team: string; requests: number; perMinute: number; floorMs: number; ratio: number };
+}
+
+/** Refusals spread over less than this say nothing of the rate a limiter allows. */
+const SPAN_FOR_A_RATE_MS = 60_000;
+
+export function costOf(spend: Spend, wallMs: number): Cost {
+  const teams = Object.entries(spend.teams);
+  const cost: Cost = {
+    sessions: spend.sessions,
+    scrapes: spend.scrapes,
+    credits: spend.credits,
+    limitedRequests: teams.reduce((sum, [, team]) => sum + team.limited, 0),
+    throttled: teams.reduce((sum, [, team]) => sum + team.throttled, 0),
+    wallMs,
+  };
+  const [busiest, team] = teams.sort(([, a], [, b]) => b.through.length - a.through.length)[0] ?? [];
+  if (team?.firstThrottled !== undefined && team.lastThrottled! - team.firstThrottled >= SPAN_FOR_A_RATE_MS) {
+    const span = team.lastThrottled! - team.firstThrottled;
+    const inSpan = team.through.filter((at) => at >= team.firstThrottled! && at <= team.lastThrottled!).length;
+    const perMinute = (inSpan / span) * 60_000;
+    const floorMs = (team.through.length / perMinute) * 60_000;
+    cost.floor = { team: busiest, requests: team.through.length, perMinute: +perMinute.toFixed(2), floorMs: Math.round(floorMs), ratio: +(wallMs / floorMs).toFixed(2) };
+  }
+  return cost;
+}
+
+/** The costs of shards run side by side: counts add up, the wall time is the longest; a floor needs every request's time, so none. */
+export function mergeCosts(costs: Cost[]): Cost | undefined {
+  if (!costs.length) return undefined;
+  const sum = (field: 'sessions' | 'scrapes' | 'credits' | 'limitedRequests' | 'throttled') => costs.reduce((total, cost) => total + cost[field], 0);
+  return { sessions: sum('sessions'), scrapes: sum('scrapes'), credits: +sum('credits').toFixed(6), limitedRequests: sum('limitedRequests'), throttled: sum('throttled'), wallMs: Math.max(...costs.map((cost) => cost.wallMs)) };
+}
+
+export function describeCost(cost: Cost): string[] {
+  const lines = [
+    `COST: ${cost.sessions} session(s) created, ${cost.scrapes} scrape(s), ${cost.credits} credit(s) billed as the target reported them; ` +
+      `${cost.limitedRequests} request(s) to stop and interact, ${cost.throttled} answered 429; ${(cost.wallMs / 1000).toFixed(1)} s`,
+  ];
+  if (cost.floor) {
+    lines.push(
+      `  floor: the ${cost.floor.team} team's ${cost.floor.requests} requests that got through, at the ${cost.floor.perMinute} a minute its limiter allowed, ` +
+        `take ${(cost.floor.floorMs / 1000).toFixed(0)} s; the run took ${cost.floor.ratio}x that`,
+    );
+  }
+  return lines;
+}
