@@ -5,7 +5,7 @@ type Bench = Record<string, any>;
 const row = (cells: unknown[]) => `| ${cells.map((cell) => (cell === undefined ? '–' : String(cell))).join(' | ')} |`;
 
 export function renderPerformance(bench: Bench): string {
-  const { suite, burst, timing, throughput, strictLimit, strictLimitBurstTeam, sequences } = bench;
+  const { suite, burst, timing, throughput, sequences } = bench;
   const lines = [
     '# Performance',
     '',
@@ -15,6 +15,10 @@ export function renderPerformance(bench: Bench): string {
     '| Figure | Measured | Baseline | Ratio | Goal |',
     '| - | - | - | - | - |',
   ];
+  if (bench.command) {
+    const { command } = bench;
+    lines.push(row(['`npm run conformance` end to end, reports included (median of 5)', `${command.seconds} s (${Object.entries(command.phases).map(([phase, seconds]) => `${phase} ${seconds} s`).join(', ')})`, `one empty Playwright test (${command.emptyTestSeconds} s) + longest hold: ${command.floorSeconds} s`, command.ratio, command.goal]));
+  }
   if (suite) {
     lines.push(row(['Suite wall time, embedded reference (median of 5)', `${suite.suiteSeconds} s`, `one empty Playwright test (${suite.emptyTestSeconds} s) + longest hold (${suite.longestHoldSeconds} s)`, suite.ratio, suite.goal]));
     lines.push(row(['What the sequences rule adds to it', `${suite.sequencesAddSeconds} s`, `the suite without it: ${suite.withoutSequencesSeconds} s`, '–', suite.sequencesGoal]));
@@ -31,14 +35,15 @@ export function renderPerformance(bench: Bench): string {
     lines.push('', `## Order-only faults caught by the sequences rule, over ${sequences.seeds} seeds (default runs)`, '', '| Variant | Caught | Required by the matrix |', '| - | - | - |');
     for (const [name, count] of Object.entries(sequences.caught)) lines.push(row([name, `${count} of ${sequences.seeds}`, sequences.required.includes(name) ? 'yes' : 'no']));
   }
-  if (strictLimit || strictLimitBurstTeam) {
+  const strictRuns = Object.entries(bench).filter(([name]) => name.startsWith('strictLimit')) as [string, Bench][];
+  if (strictRuns.length) {
     lines.push('', '## Against a target of 10 stop/interact requests per minute per team (`npm run bench:strict-limit`)', '');
-    lines.push("No Retry-After, like the hosted service's free plan.", '');
-    const runs: [string, Bench | undefined][] = [["Two teams' keys (the burst runs alone, last)", strictLimit], ['A third key, BURST_API_KEY (`-- --burst-team`; the burst runs beside the others)', strictLimitBurstTeam]];
-    for (const [keys, figures] of runs) {
-      if (!figures) continue;
-      lines.push(`- ${keys}: exit ${figures.exitCode} in ${figures.minutes} minutes, ${figures.rateLimitedRequests} requests to stop and interact ` +
+    lines.push("No Retry-After, like the hosted service's free plan. Server-side counts; the run's own cost line after each.", '');
+    for (const [name, figures] of strictRuns) {
+      const keys = [name.includes('BurstTeam') ? 'a third key, BURST_API_KEY (`--burst-team`)' : "two teams' keys", name.includes('Production') ? 'whole-credit billing and any scheme word, with the production deviations file (`--production`)' : '', /Cap(\d+)/.exec(name) ? `a cap of ${/Cap(\d+)/.exec(name)![1]} live sessions per team (\`--cap\`)` : ''].filter(Boolean).join('; ');
+      lines.push(`- ${keys}: ${figures.verdict ? `verdict ${figures.verdict}, ` : ''}exit ${figures.exitCode} in ${figures.minutes} minutes, ${figures.rateLimitedRequests} requests to stop and interact ` +
         `(${figures.throttled} of them answered 429), ${figures.scrapes} scrapes, ${figures.sessionsLeftRunning} sessions left running.`);
+      if (figures.cost?.floor) lines.push(`  Floor: the ${figures.cost.floor.team} team's ${figures.cost.floor.requests} requests at ${figures.cost.floor.perMinute} a minute, ${(figures.cost.floor.floorMs / 60_000).toFixed(1)} minutes; ratio ${figures.cost.floor.ratio} (goal <= 1.25).`);
     }
   }
   return `${lines.join('\n')}\n`;

@@ -2,6 +2,8 @@
  * npm run bench [-- <part>]: every figure as a ratio against a baseline measured in the same run
  * (the machines are shared and noisy, so absolute times mean little). Writes reports/bench.json
  * and docs/performance.md.
+ *   command     `npm run conformance` end to end, reports included / (one empty Playwright test
+ *               + the longest billing hold), and what each phase costs                     goal <= 2, under 10 s
  *   suite       suite wall time / (one empty Playwright test + the longest billing hold)   goal <= 1.5
  *               and what the sequences rule adds to it                                     goal <= 3 s
  *   burst       the suite's burst rate / autocannon's, same endpoint and concurrency       goal >= 0.5, 200 requests within 1 s
@@ -56,17 +58,14 @@ function attachments(report: any, name: string): any[] {
 }
 
 async function suiteOverhead() {
-  const empty = mkdtempSync(path.join(os.tmpdir(), 'empty-suite-'));
-  writeFileSync(path.join(empty, 'empty.spec.ts'), "import { test } from '@playwright/test';\ntest('empty', () => {});\n");
-  writeFileSync(path.join(empty, 'playwright.config.ts'), `export default { reporter: 'line', outputDir: ${JSON.stringify(path.join(empty, 'test-results'))} };\n`);
-  symlinkSync(path.join(ROOT, 'node_modules'), path.join(empty, 'node_modules'));
+  const config = emptySuite();
   const floors: number[] = [];
   const suites: number[] = [];
   const withoutSequences: number[] = [];
   // Interleaved, so that a slow spell of the machine falls on all three alike.
   for (let i = 0; i < 5; i++) {
     const started = performance.now();
-    const { code } = await runCommand(PLAYWRIGHT, ['test', '-c', path.join(empty, 'playwright.config.ts')], isolatedEnv({}));
+    const { code } = await runCommand(PLAYWRIGHT, ['test', '-c', config], isolatedEnv({}));
     if (code !== 0) throw new Error('the empty test failed');
     floors.push((performance.now() - started) / 1000);
     suites.push((await suiteRun([])).seconds);
@@ -85,6 +84,37 @@ async function suiteOverhead() {
     sequencesAddSeconds: +(median(suites) - median(withoutSequences)).toFixed(2),
     sequencesGoal: '<= 3 s',
   };
+}
+
+/** An empty Playwright test, run as the suite is: the part of every run that is Playwright's own. */
+function emptySuite(): string {
+  const empty = mkdtempSync(path.join(os.tmpdir(), 'empty-suite-'));
+  writeFileSync(path.join(empty, 'empty.spec.ts'), "import { test } from '@playwright/test';\ntest('empty', () => {});\n");
+  writeFileSync(path.join(empty, 'playwright.config.ts'), `export default { reporter: 'line', outputDir: ${JSON.stringify(path.join(empty, 'test-results'))} };\n`);
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(empty, 'node_modules'));
+  return path.join(empty, 'playwright.config.ts');
+}
+
+/** `npm run conformance` as users run it, against the embedded reference, its phases as it prints them; five runs interleaved with the floor's. */
+async function command() {
+  const config = emptySuite();
+  const floors: number[] = [];
+  const runs: { seconds: number; phases: Record<string, number> }[] = [];
+  for (let i = 0; i < 5; i++) {
+    const started = performance.now();
+    if ((await runCommand(PLAYWRIGHT, ['test', '-c', config], isolatedEnv({}))).code !== 0) throw new Error('the empty test failed');
+    floors.push((performance.now() - started) / 1000);
+    const began = performance.now();
+    const { code, log } = await runCommand('npm', ['run', '--silent', 'conformance'], isolatedEnv({ REPORTS_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-command-')) }));
+    if (code !== 0) throw new Error(`npm run conformance failed:\n${log.slice(-2000)}`);
+    const line = /Took [\d.]+ s: (.*)\./.exec(log)?.[1];
+    if (!line) throw new Error('npm run conformance printed no phases');
+    runs.push({ seconds: (performance.now() - began) / 1000, phases: Object.fromEntries(line.split(', ').map((part) => [part.split(' ')[0], Number(part.split(' ')[1])])) });
+  }
+  const floor = median(floors) + Math.max(...readSettings({}).billingHoldsMs) / 1000;
+  const seconds = median(runs.map((run) => run.seconds));
+  const phases = Object.fromEntries(Object.keys(runs[0].phases).map((phase) => [phase, +median(runs.map((run) => run.phases[phase])).toFixed(2)]));
+  return { seconds: +seconds.toFixed(2), runsSeconds: runs.map((run) => +run.seconds.toFixed(2)), phases, emptyTestSeconds: +median(floors).toFixed(2), floorSeconds: +floor.toFixed(2), ratio: +(seconds / floor).toFixed(2), goal: '<= 2 and under 10 s' };
 }
 
 async function burst() {
@@ -192,7 +222,7 @@ async function throughput() {
     // first run
   }
   Object.assign(bench, { date: new Date().toISOString().slice(0, 10), cores: os.cpus().length, node: process.version });
-  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['sequences', sequences], ['suite', suiteOverhead]];
+  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['sequences', sequences], ['suite', suiteOverhead], ['command', command]];
   for (const [name, run] of parts) {
     if (only && only !== name) continue;
     bench[name] = await run();

@@ -1,29 +1,45 @@
 /**
- * npm run bench:strict-limit: the whole suite against a target that allows only 10 stop/interact
+ * npm run bench:strict-limit: the whole command against a target that allows only 10 stop/interact
  * requests per minute per team and sends no Retry-After (the hosted service's free plan). Counts,
  * from the server's side, the requests the run sends to the rate-limited endpoints, and records
- * them with the wall time in reports/bench.json and docs/performance.md. With `--burst-team`, the
- * run also has a third team's key (BURST_API_KEY), so that the burst runs beside the other tests.
+ * them with the wall time, the verdict and the run's own cost lines in reports/bench.json and
+ * docs/performance.md. Options: `--burst-team`, a third team's key (BURST_API_KEY), so that the
+ * burst runs beside the other tests; `--production`, a target that bills whole credits and takes
+ * any scheme word, as the hosted service does, run with its known-deviations file; `--cap N`, a cap
+ * of N live sessions per team.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, loadTeams } from '../reference/server';
-import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from '../selftest/matrix';
+import { isolatedEnv, ROOT, runCommand } from '../selftest/matrix';
+import { capsSessions, faultyVariants } from '../selftest/variants';
+import type { Summary } from '../tests/support/verdict';
 import { renderPerformance } from './performance';
+
+const option = (name: string) => process.argv.includes(name);
+const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.name === name)!.options.behaviour!;
 
 (async () => {
   const lines: string[] = [];
+  const production = option('--production');
+  const cap = option('--cap') ? Number(process.argv[process.argv.indexOf('--cap') + 1]) : undefined;
   const server = await createReferenceServer({
     rateLimit: { limit: 10, windowMs: 60_000 },
     log: (line) => lines.push(line),
-    behaviour: (base) => ({ error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) }),
+    behaviour: (base, state) => ({
+      ...(production ? { ...behaviourOf('billing-whole-credits')(base, state), ...behaviourOf('any-scheme-accepted')(base, state) } : {}),
+      ...(cap ? capsSessions(cap, false).behaviour!(base, state) : {}),
+      error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers),
+    }),
   });
   const [owner, foreign, burst] = loadTeams();
-  const burstTeam = process.argv.includes('--burst-team');
+  const burstTeam = option('--burst-team');
+  const reports = mkdtempSync(path.join(os.tmpdir(), 'strict-'));
   const started = performance.now();
-  const { code, log } = await runCommand(PLAYWRIGHT, ['test', '--reporter=line'], isolatedEnv({
-    BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: '30', ...(burstTeam ? { BURST_API_KEY: burst.keys[0] } : {}), REPORTS_DIR: mkdtempSync(path.join(os.tmpdir(), 'strict-')),
+  const { code, log } = await runCommand(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', '--no-allure'], isolatedEnv({
+    BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: '30', ...(burstTeam ? { BURST_API_KEY: burst.keys[0] } : {}), REPORTS_DIR: reports,
+    ...(production ? { KNOWN_DEVIATIONS: path.join(ROOT, 'fixtures', 'known-deviations', 'firecrawl-production.json') } : {}),
   }));
   const minutes = +((performance.now() - started) / 60_000).toFixed(1);
   await server.close();
@@ -35,8 +51,9 @@ import { renderPerformance } from './performance';
     throttled: limited.filter((line) => / 429 /.test(line)).length,
     scrapes: lines.filter((line) => line.startsWith('POST /v2/scrape ')).length,
     sessionsLeftRunning: server.activeSessions().length,
+    ...summaryFigures(path.join(reports, 'conformance-summary.json')),
   };
-  console.log(log.split('\n').filter((line) => /passed|failed|Verdict|FAIL|✘|Error/.test(line)).join('\n'));
+  console.log(log.split('\n').filter((line) => /passed|failed|Verdict|FAIL|✘|Error|COST|floor:|SESSION CAP/.test(line)).join('\n'));
   console.log(JSON.stringify(figures, null, 2));
   const file = path.join(ROOT, 'reports', 'bench.json');
   let bench: Record<string, unknown> = {};
@@ -45,8 +62,18 @@ import { renderPerformance } from './performance';
   } catch {
     // first run
   }
-  bench[burstTeam ? 'strictLimitBurstTeam' : 'strictLimit'] = figures;
+  bench[['strictLimit', burstTeam && 'BurstTeam', production && 'Production', cap && `Cap${cap}`].filter(Boolean).join('')] = figures;
   writeFileSync(file, JSON.stringify(bench, null, 2));
   writeFileSync(path.join(ROOT, 'docs', 'performance.md'), renderPerformance(bench));
   process.exit(code);
 })();
+
+/** The run's verdict and its own cost lines, from its summary. */
+function summaryFigures(file: string) {
+  try {
+    const summary = JSON.parse(readFileSync(file, 'utf8')) as Summary;
+    return { verdict: summary.verdict, cost: summary.cost, sessionCap: summary.sessionCap?.cap };
+  } catch {
+    return { verdict: 'none' };
+  }
+}

@@ -23,6 +23,8 @@ import { buildAllureReport } from './allure-report';
 
 const ROOT = path.join(__dirname, '..');
 const NAME = 'stop-session-conformance';
+/** When the command began, for the line that says where its time went. */
+const COMMAND_STARTED = Date.now();
 
 function help(): string {
   const width = Math.max(...SETTINGS_TABLE.map((s) => s.env.length + (s.flag ? s.flag.length + 3 : 0)));
@@ -97,6 +99,9 @@ async function run(argv: string[]): Promise<number> {
   // Checked here too: the ledger of a folder another run writes to is that run's, not leftovers.
   const busy = reportsFolderInUse(settings.reportsDir);
   if (busy) return configurationError(busy);
+  // The shards of an earlier run are deleted below: not while their ledgers hold sessions that may still run.
+  const leftInShards = shardFolders(settings.reportsDir).flatMap((folder) => ledgerFiles(folder)).flatMap((file) => new Ledger(file).open().filter((entry) => !entry.embedded));
+  if (leftInShards.length) return configurationError(`the shards of an earlier run left ${leftInShards.length} session(s) open in their ledgers under ${settings.reportsDir}: run \`${NAME} cleanup\` first`);
   process.env.REPORTS_DIR = settings.reportsDir;
   if (settings.knownDeviationsFile) process.env.KNOWN_DEVIATIONS = settings.knownDeviationsFile;
   for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json', 'rate-limit', ...SHARD_FOLDERS]) {
@@ -104,7 +109,10 @@ async function run(argv: string[]): Promise<number> {
   }
   if (shards > 1) return runShards(shards, values, positionals, settings);
   const signalled = await runPlaywright(playwrightArguments(values, positionals), settings);
-  return finish(settings, signalled, !values['no-allure']);
+  const ended = Date.now();
+  const code = await finish(settings, signalled, !values['no-allure']);
+  console.log(phases(settings.reportsDir, ended));
+  return code;
 }
 
 /** The rules --rule and --skip-rule select; empty for all. */
@@ -130,6 +138,11 @@ function playwrightArguments(values: RunValues, positionals: string[]): string[]
 
 const SHARD_FOLDERS = Array.from({ length: 16 }, (_, index) => `shard-${index + 1}`);
 
+/** The folders of a sharded run under a reports folder (--shards), that exist. */
+const shardFolders = (reportsDir: string) => [...SHARD_FOLDERS, 'rate-limit'].map((folder) => path.join(reportsDir, folder)).filter((folder) => existsSync(folder));
+/** A folder's ledger and the one an earlier run left. */
+const ledgerFiles = (folder: string) => [ledgerFile(folder), ledgerFile(folder).replace(/\.jsonl$/, '.previous.jsonl')];
+
 /**
  * `--shards N`: N runs of the suite side by side, each with every selected rule but rate-limit
  * (`<reports>/shard-<i>`); then rate-limit alone (`<reports>/rate-limit`), since its burst drains a
@@ -146,6 +159,13 @@ async function runShards(total: number, values: RunValues, positionals: string[]
   ];
   const selected = selectedRules(values);
   const rest = (selected.length ? selected : RULE_IDS).filter((id) => id !== 'rate-limit');
+  // The whole folder is this run's while it lasts: another run or a cleanup must not take its shards' sessions.
+  const lock = path.join(settings.reportsDir, '.run.lock');
+  mkdirSync(settings.reportsDir, { recursive: true });
+  writeFileSync(lock, String(process.pid));
+  let interrupted: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals) => (interrupted ??= signal);
+  process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
   const child = (args: string[], log?: string) =>
     new Promise<number>((resolve) => {
       const out = log ? openSync(log, 'w') : 'inherit';
@@ -157,18 +177,28 @@ async function runShards(total: number, values: RunValues, positionals: string[]
         resolve(code ?? EXIT_CODES.error);
       });
     });
+  try {
+    return await shardsThenBurst(total, rest, selected, settings, child, () => interrupted);
+  } finally {
+    process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+    rmSync(lock, { force: true });
+  }
+}
+
+/** The stages of --shards: the shards side by side, the burst alone, one verdict and one report. */
+async function shardsThenBurst(total: number, rest: RuleId[], selected: RuleId[], settings: Settings, child: (args: string[], log?: string) => Promise<number>, interrupted: () => NodeJS.Signals | undefined): Promise<number> {
   const folders: string[] = [];
   const codes: number[] = [];
   if (rest.length) {
-    const shardFolders = SHARD_FOLDERS.slice(0, total).map((folder) => path.join(settings.reportsDir, folder));
-    for (const folder of shardFolders) mkdirSync(folder, { recursive: true });
+    const shardDirs = SHARD_FOLDERS.slice(0, total).map((folder) => path.join(settings.reportsDir, folder));
+    for (const folder of shardDirs) mkdirSync(folder, { recursive: true });
     console.log(`Running ${total} shards side by side (rules ${rest.join(', ')}); their output goes to ${path.relative(process.cwd(), settings.reportsDir) || '.'}/shard-<i>/run.log.`);
-    const shardCodes = await Promise.all(shardFolders.map((folder, index) => child([...rest.flatMap((id) => ['--rule', id]), `--shard=${index + 1}/${total}`, '--reports', folder, '--no-allure'], path.join(folder, 'run.log'))));
-    shardCodes.forEach((code, index) => console.log(`  shard ${index + 1}/${total}: exit ${code} (${path.relative(process.cwd(), path.join(shardFolders[index], 'run.log'))})`));
-    folders.push(...shardFolders);
+    const shardCodes = await Promise.all(shardDirs.map((folder, index) => child([...rest.flatMap((id) => ['--rule', id]), `--shard=${index + 1}/${total}`, '--reports', folder, '--no-allure'], path.join(folder, 'run.log'))));
+    shardCodes.forEach((code, index) => console.log(`  shard ${index + 1}/${total}: exit ${code} (${path.relative(process.cwd(), path.join(shardDirs[index], 'run.log'))})`));
+    folders.push(...shardDirs);
     codes.push(...shardCodes);
   }
-  if (!selected.length || selected.includes('rate-limit')) {
+  if ((!selected.length || selected.includes('rate-limit')) && !interrupted()) {
     const folder = path.join(settings.reportsDir, 'rate-limit');
     console.log('Rule rate-limit, alone, after the shards:');
     codes.push(await child(['--rule', 'rate-limit', '--reports', folder, '--no-allure']));
@@ -188,9 +218,29 @@ async function runShards(total: number, values: RunValues, positionals: string[]
     const report = buildAllureReport(results, settings.reportsDir);
     console.log(report ? `Allure report: ${path.relative(process.cwd(), report)}` : 'The Allure report could not be generated.');
   }
-  // A process that ended in an error (2, or a crash) makes the whole run an error, unless a failure was found.
-  const crashed = codes.some((code) => ![EXIT_CODES.pass, EXIT_CODES.fail, EXIT_CODES.incomplete].includes(code));
+  // A process that ended in an error (2, or a crash), or a run stopped by a signal, is an error, unless a failure was found.
+  if (interrupted()) console.error(`${interrupted()}: the run was stopped${selected.includes('rate-limit') || !selected.length ? ' before the rate-limit rule' : ''}.`);
+  const crashed = !!interrupted() || codes.some((code) => ![EXIT_CODES.pass, EXIT_CODES.fail, EXIT_CODES.incomplete].includes(code));
   return crashed && merged.exitCode !== EXIT_CODES.fail ? EXIT_CODES.error : merged.exitCode;
+}
+
+/**
+ * Where the command's time went: start (the command, Playwright, the global setup, until the first
+ * test), tests (until the verdict), teardown (until Playwright exited), reports (the Allure report,
+ * the stops the run left, the command's end).
+ */
+function phases(reportsDir: string, playwrightEnded: number): string {
+  const now = Date.now();
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  let summary: Summary | undefined;
+  try {
+    summary = JSON.parse(readFileSync(path.join(reportsDir, 'conformance-summary.json'), 'utf8'));
+  } catch {
+    return `Took ${seconds(now - COMMAND_STARTED)}.`;
+  }
+  const began = summary!.startedAt ?? COMMAND_STARTED;
+  const verdict = began + summary!.durationMs;
+  return `Took ${seconds(now - COMMAND_STARTED)}: start ${seconds(began - COMMAND_STARTED)}, tests ${seconds(verdict - began)}, teardown ${seconds(playwrightEnded - verdict)}, reports ${seconds(now - playwrightEnded)}.`;
 }
 
 /** After Playwright: stops what the run left, builds the Allure report, and returns the exit code. */
@@ -269,8 +319,10 @@ async function cleanup(): Promise<number> {
   // A fresh back-off budget: what the run learnt of the target's limiter may no longer hold.
   rmSync(path.join(settings.reportsDir, '.backoff'), { recursive: true, force: true });
   // The run's own ledger, and those of its shards (--shards).
-  const folders = [settings.reportsDir, ...[...SHARD_FOLDERS, 'rate-limit'].map((folder) => path.join(settings.reportsDir, folder)).filter((folder) => existsSync(ledgerFile(folder)))];
-  const files = folders.flatMap((folder) => [ledgerFile(folder), ledgerFile(folder).replace(/\.jsonl$/, '.previous.jsonl')]);
+  const shards = shardFolders(settings.reportsDir);
+  const running = shards.map(reportsFolderInUse).find(Boolean);
+  if (running) return configurationError(`${running} Its sessions are still its own: run the cleanup once it has ended.`);
+  const files = [settings.reportsDir, ...shards].flatMap(ledgerFiles);
   let code = 0;
   for (const file of files) {
     const open = new Ledger(file).open();

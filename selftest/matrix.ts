@@ -111,8 +111,6 @@ export async function runMatrix(
       name: variant.name,
       url: servers[index].url,
       rules: rules ?? rulesFor(variant, full),
-      // A faulty variant run on its own rule fails there: expected, so that no failure costs a new worker.
-      expectFailures: Boolean(variant.breaks && !variant.runsEveryRule && !full && !rules),
       ...(!variant.breaks && severalSeeds ? { seeds: SEEDS_OF_CORRECT_VARIANTS, runs: 20 } : {}),
     }));
     // The bursts of a quarter of the projects each, one at a time in each of four processes beside the rest.

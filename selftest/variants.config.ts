@@ -11,14 +11,14 @@ import type { Target } from '../tests/support/target';
 import { RULES, type RuleId } from '../tests/support/rules';
 
 /** `rules`: the spec files to run against the variant (all when absent); `seeds`, `runs`: of the sequences rule. */
-const targets: { name: string; url: string; rules?: RuleId[]; seeds?: number[]; runs?: number; expectFailures?: boolean }[] = JSON.parse(process.env.SELFTEST_TARGETS ?? '[]');
+const targets: { name: string; url: string; rules?: RuleId[]; seeds?: number[]; runs?: number }[] = JSON.parse(process.env.SELFTEST_TARGETS ?? '[]');
 const burstFile = path.basename(RULES['rate-limit'].file);
 /** `rest`, or `burst-<n>`: the bursts are split among several processes, one burst at a time in each. */
 const part = process.env.SELFTEST_PART ?? 'rest';
 const bursts = part.startsWith('burst');
 const output = process.env.SELFTEST_OUTPUT ?? path.join(__dirname, '..', 'reports', 'selftest');
 
-export default defineConfig<object, { target: Target; sequenceSeeds: number[]; sequenceRuns: number; expectFailures: boolean }>({
+export default defineConfig<object, { target: Target; sequenceSeeds: number[]; sequenceRuns: number }>({
   outputDir: path.join(output, `test-results-${part}`),
   fullyParallel: true,
   workers: Number(process.env.SELFTEST_WORKERS ?? 8),
@@ -28,7 +28,7 @@ export default defineConfig<object, { target: Target; sequenceSeeds: number[]; s
   use: { trace: 'off', screenshot: 'off', video: 'off' },
   // Embedded: the fixture reads the keys from fixtures/teams.json, so none is in the config reporters print.
   // One worker per variant: a worker serves one project, so more would mean more worker starts.
-  projects: targets.map(({ name, url, rules, seeds, runs, expectFailures }) => {
+  projects: targets.map(({ name, url, rules, seeds, runs }) => {
     const files = (rules ?? (Object.keys(RULES) as RuleId[])).map((rule) => path.basename(RULES[rule].file));
     const testMatch = files.filter((file) => bursts === (file === burstFile));
     return {
@@ -36,7 +36,7 @@ export default defineConfig<object, { target: Target; sequenceSeeds: number[]; s
       testDir: path.join(__dirname, '..', 'tests', 'rules'),
       testMatch: testMatch.length ? testMatch : ['nothing-to-run'],
       workers: 1,
-      use: { target: { baseURL: url, embedded: true } satisfies Target, ...(seeds ? { sequenceSeeds: seeds } : {}), ...(runs ? { sequenceRuns: runs } : {}), ...(expectFailures ? { expectFailures } : {}) },
+      use: { target: { baseURL: url, embedded: true } satisfies Target, ...(seeds ? { sequenceSeeds: seeds } : {}), ...(runs ? { sequenceRuns: runs } : {}) },
     };
   }),
 });

@@ -50,13 +50,18 @@ export class BackoffQueue {
     return existsSync(path.join(this.dir, EXHAUSTED));
   }
 
-  /** Resolves when no older ticket is out (a request without one waits for every ticket), or once the team's budget ran out. */
-  async turn(deadline: number, signal: AbortSignal): Promise<void> {
+  /**
+   * Resolves when no older ticket is out (a request without one waits for every ticket), or once the
+   * team's budget ran out or `deadline` passed. Whether this request had its turn: only a request that
+   * had it and still met 429 past its budget shows a limiter that does not recover, not a long queue.
+   */
+  async turn(deadline: number, signal: AbortSignal): Promise<boolean> {
     while (performance.now() < deadline && !this.exhausted()) {
       const first = this.oldest();
-      if (!first || first === this.ticket) return;
+      if (!first || first === this.ticket) return true;
       await sleep(200, undefined, { signal });
     }
+    return false;
   }
 
   private oldest(): string | undefined {

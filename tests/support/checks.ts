@@ -48,17 +48,9 @@ function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInf
   };
 }
 
-export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { expectFailures: boolean }, object, { settings: Settings }> = {
-  /**
-   * An option for the kit's variant matrix: every test of a faulty variant's project is expected
-   * to fail, so that a failure does not cost a new worker process (Playwright replaces a worker
-   * after an unexpected failure). Outcomes are read from the results, not from this expectation.
-   */
-  expectFailures: [false, { scope: 'worker', option: true }],
-
+export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, object, object, { settings: Settings }> = {
   testId: [
-    async ({ expectFailures }, use, testInfo) => {
-      if (expectFailures) testInfo.fail();
+    async ({}, use, testInfo) => {
       const id = testIdOf(testInfo.annotations);
       if (!id) throw new RunError(`"${testInfo.title}" has no test id: declare it with spec('<rule>/<test>') from tests/support/rules.ts`);
       const rule = RULES[ruleOf(id)];

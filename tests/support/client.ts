@@ -276,13 +276,9 @@ export function createClient(options: ClientOptions) {
       let told = false;
       try {
         for (let attempts = 1; ; attempts++) {
-          await queue?.turn(deadline, signal).catch(cancelled('waiting its turn after 429'));
-          if (queue?.exhausted()) {
-            throw new RunError(
-              `${request.method} ${request.path} as ${request.as.name}: not sent, since another request of this run waited the whole back-off budget ` +
-                `(BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) and this team's rate limit never recovered.`,
-            );
-          }
+          const hadTurn = queue ? await queue.turn(deadline, signal).catch(cancelled('waiting its turn after 429')) : true;
+          // Another request of the run waited its whole budget for this team's limit in vain: one try, no waiting.
+          const giveUp = queue?.exhausted() ?? false;
           await spell?.enter(spellDeadline, signal).catch(cancelled("waiting for another worker's burst"));
           let answer: Answer;
           try {
@@ -292,7 +288,14 @@ export function createClient(options: ClientOptions) {
             spell?.leave();
           }
           countRequest(request.as.team ?? 'keyless', JOB_OF_PATH.test(request.path), answer.status);
-          if (answer.status === 429 && on429 !== 'once') {
+          if (answer.status === 429 && on429 !== 'once' && giveUp && on429 === 'retry') {
+            await record(options, answer, request);
+            throw new RunError(
+              `${request.method} ${request.path} as ${request.as.name} answered 429, and is not tried again: another request of this run waited the whole back-off budget ` +
+                `(BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) and this team's rate limit never recovered.`,
+            );
+          }
+          if (answer.status === 429 && on429 !== 'once' && !giveUp) {
             if (await request.giveUpOn429?.(attempts)) {
               await record(options, answer, request);
               return answer;
@@ -311,7 +314,7 @@ export function createClient(options: ClientOptions) {
               await sleep(wait, undefined, { signal }).catch(cancelled('backing off after 429'));
               continue;
             }
-            queue?.exhaust();
+            if (hadTurn) queue?.exhaust();
             if (on429 === 'retry') {
               await record(options, answer, request);
               throw new RunError(
@@ -355,7 +358,8 @@ async function sendOnce({ target, settings }: ClientOptions, signal: AbortSignal
 async function record({ target, ledger, attach }: ClientOptions, answer: Answer, request: SendOptions): Promise<void> {
   const jobId = JOB_OF_PATH.exec(answer.path)?.[1];
   if (answer.method === 'POST' && answer.path === '/v2/scrape' && answer.status === 200) countScrape();
-  if (jobId && answer.method === 'DELETE' && answer.status === 200) countCredits(answer.body?.creditsBilled);
+  // A repeat stop that replays the first one's result is no new charge.
+  if (jobId && answer.method === 'DELETE' && answer.status === 200 && !(request.as.owner && ledger?.endedHere(target.baseURL, jobId, request.as.name))) countCredits(answer.body?.creditsBilled);
   if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
     ledger.ended({ target: target.baseURL, jobId, identity: request.as.name, status: answer.status });
   }

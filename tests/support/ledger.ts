@@ -10,7 +10,7 @@ import { redact } from './redact';
 
 export type LedgerEntry =
   | { event: 'created'; at: string; target: string; embedded: boolean; jobId: string; identity: string; test?: string }
-  | { event: 'live'; at: string; target: string; jobId: string; identity: string }
+  | { event: 'live' | 'opening' | 'not-opened'; at: string; target: string; jobId: string; identity: string }
   | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number };
 
 export const ledgerFile = (reportsDir: string) => path.join(reportsDir, 'ledger.jsonl');
@@ -25,9 +25,12 @@ export class Ledger {
     this.endedInThisProcess.delete(`${entry.target} ${entry.jobId} ${entry.identity}`);
   }
 
-  /** An interact answered 200 on the job: a session runs (what a cap on live sessions counts). */
-  live(entry: { target: string; jobId: string; identity: string }): void {
-    this.write({ event: 'live', at: new Date().toISOString(), ...entry });
+  /**
+   * An interact that may open a session on the job was sent ('opening'), and what came of it: a
+   * session runs ('live', what a cap on live sessions counts) or none ('not-opened').
+   */
+  session(event: 'opening' | 'live' | 'not-opened', entry: { target: string; jobId: string; identity: string }): void {
+    this.write({ event, at: new Date().toISOString(), ...entry });
   }
 
   ended(entry: { target: string; jobId: string; identity: string; status: number }): void {
@@ -45,10 +48,10 @@ export class Ledger {
     return this.read().open;
   }
 
-  /** How many of an identity's open jobs on a target have a live session (an interact answered 200). */
-  liveSessions(target: string, identity: string): number {
+  /** How many of an identity's open jobs on a target have a session live or opening (an interact answered 200, or not yet answered), but `except`. */
+  liveSessions(target: string, identity: string, except?: string): number {
     const { open, live } = this.read();
-    return open.filter((entry) => entry.target === target && entry.identity === identity && live.has(`${entry.target} ${entry.jobId}`)).length;
+    return open.filter((entry) => entry.target === target && entry.identity === identity && entry.jobId !== except && live.has(`${entry.target} ${entry.jobId}`)).length;
   }
 
   private read() {
@@ -65,7 +68,8 @@ export class Ledger {
       }
       const key = `${entry.target} ${entry.jobId}`;
       if (entry.event === 'created') (open.set(key, entry), live.delete(key));
-      else if (entry.event === 'live') live.add(key);
+      else if (entry.event === 'live' || entry.event === 'opening') live.add(key);
+      else if (entry.event === 'not-opened') live.delete(key);
       else if (open.get(key)?.identity === entry.identity) (open.delete(key), live.delete(key));
     }
     return { open: [...open.values()], live };

@@ -41,7 +41,12 @@ export class SessionSlots {
 
   /** The cap on live sessions as the run knows it: stated, learnt, or undefined (none met yet). */
   cap(): number | undefined {
-    return this.statedCap ?? learntCaps(path.dirname(this.dir)).find((learnt) => learnt.team === this.team)?.cap;
+    if (this.statedCap !== undefined) return this.statedCap;
+    try {
+      return (JSON.parse(readFileSync(path.join(this.dir, CAP_FILE), 'utf8')) as { cap: number }).cap;
+    } catch {
+      return undefined;
+    }
   }
 
   /**

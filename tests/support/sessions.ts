@@ -126,19 +126,29 @@ export class Sessions {
    */
   async provisionMany(count: number, options: ProvisionOptions = {}): Promise<Session[]> {
     const owner = options.as ?? this.owner;
+    const deadline = performance.now() + this.options.settings.backoffBudgetMs;
     for (;;) {
       const room = await this.reserve(count, owner);
       if (room === 0) throw new RunError(`the target allows no live session for the ${owner.name} (a cap of 0)`);
       const results = await Promise.allSettled(Array.from({ length: room }, () => this.provision({ ...options, reserved: true })));
-      const failure = results.find((result) => result.status === 'rejected');
-      if (!failure) return results.map((result) => (result as PromiseFulfilledResult<Session>).value);
+      const failures = results.filter((result) => result.status === 'rejected').map((result) => (result as PromiseRejectedResult).reason);
+      if (!failures.length) return results.map((result) => (result as PromiseFulfilledResult<Session>).value);
       await this.stopLive(owner);
-      if (!((failure as PromiseRejectedResult).reason instanceof CapReached)) throw (failure as PromiseRejectedResult).reason;
+      const other = failures.find((reason) => !(reason instanceof CapReached));
+      if (other) throw other;
+      await this.pauseAfterCap(failures[0], deadline);
     }
+  }
+
+  /** A second between tries under a cap, within the back-off budget: the sessions of other tests end meanwhile. */
+  private async pauseAfterCap(reached: CapReached, deadline: number): Promise<void> {
+    if (performance.now() + 1000 > deadline) throw new RunError(`${reached.message}, and no room came within the back-off budget (BACKOFF_BUDGET_MS=${this.options.settings.backoffBudgetMs})`);
+    await sleep(1000, undefined, { signal: this.options.api.signal });
   }
 
   private async provisionWithRoom(options: ProvisionOptions & { reserved?: boolean } = {}): Promise<Session> {
     const owner = options.as ?? this.owner;
+    const deadline = performance.now() + this.options.settings.backoffBudgetMs;
     for (;;) {
       if (!options.reserved && this.roomOf(owner).taken <= this.liveOf(owner)) {
         if ((await this.reserve(this.liveOf(owner) + 1, owner)) <= this.liveOf(owner)) {
@@ -154,6 +164,7 @@ export class Sessions {
         if (!(error instanceof CapReached) || options.reserved) throw error;
         this.roomOf(owner).slots.release();
         this.roomOf(owner).taken = 0;
+        await this.pauseAfterCap(error, deadline);
       }
     }
   }
@@ -182,7 +193,7 @@ export class Sessions {
     const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet });
     if (answer.status === 200 && ledger.endedHere(api.target.baseURL, jobId, owner.name)) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
-      ledger.live({ target: api.target.baseURL, jobId, identity: owner.name });
+      ledger.session('live', { target: api.target.baseURL, jobId, identity: owner.name });
       countSession();
     }
     return answer;
@@ -234,20 +245,23 @@ export class Sessions {
     const { api, ledger } = this.options;
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
-    // The run's live sessions of the team, before and after: a session stopped meanwhile, or one whose
-    // interact answered but is not in the ledger yet, would make a single count too low.
-    let liveBefore = 0;
+    // The run's other sessions of the team, live or opening, before the interact and at its 429: a
+    // session stopped meanwhile would make a count taken at the 429 alone too low.
+    const entry = { target: api.target.baseURL, jobId, identity: owner.name };
+    const others = () => ledger.liveSessions(api.target.baseURL, owner.name, jobId);
+    let live = 0;
+    ledger.session('opening', entry);
     const interact = await api.send({
       method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet,
-      before: () => void (liveBefore = ledger.liveSessions(api.target.baseURL, owner.name)),
-      giveUpOn429: (attempt) => this.capShows(owner, attempt),
+      before: () => void (live = others()),
+      giveUpOn429: async (attempt) => (live = Math.max(live, others())) > 0 && (await this.capShows(owner, attempt)),
+    }).catch((error) => {
+      ledger.session('not-opened', entry);
+      throw error;
     });
-    if (interact.status === 429) {
-      const live = Math.max(liveBefore, ledger.liveSessions(api.target.baseURL, owner.name));
-      if (live === 0) throw new RunError(`provisioning: the target refused a session (429) while the ${owner.name}'s limit had room and the run held no live session of it: ${summary(interact)}`);
-      throw new CapReached(this.roomOf(owner).slots.learn(live));
-    }
-    if (interact.status === 200) (ledger.live({ target: api.target.baseURL, jobId, identity: owner.name }), countSession());
+    ledger.session(interact.status === 200 ? 'live' : 'not-opened', entry);
+    if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(live));
+    if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
     return { jobId, scrape, created: interact, owner };

@@ -80,6 +80,7 @@ export default class SummaryReporter implements Reporter {
       shard: this.shard,
       filtered: this.filtered || undefined,
       durationMs: Date.now() - this.started,
+      startedAt: this.started,
       errors: this.errors,
       sessionCap: this.sessionCap(),
     });

@@ -42,6 +42,8 @@ export interface Summary {
   /** Set when the run was filtered (--grep, --grep-invert, files named on the command line). */
   filtered?: boolean;
   durationMs: number;
+  /** When the tests began (ms since the epoch); durationMs runs from there to the verdict. */
+  startedAt?: number;
   /** Errors of the run outside any test (global setup or teardown, a leak). */
   errors: string[];
   /** The target's cap on each team's live sessions, as the run met it or was told (SESSION_CAP). */
