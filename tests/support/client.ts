@@ -67,8 +67,6 @@ export interface SendOptions {
   pooled?: boolean;
   /** Asked after a 429, before backing off: `true` ends the retries, and the 429 is the answer. */
   giveUpOn429?: (attempt: number) => Promise<boolean>;
-  /** Called just before each attempt is sent. */
-  before?: () => void;
 }
 
 /** A request that has waited this long for a rate limit says so, once. */
@@ -282,7 +280,6 @@ export function createClient(options: ClientOptions) {
           await spell?.enter(spellDeadline, signal).catch(cancelled("waiting for another worker's burst"));
           let answer: Answer;
           try {
-            request.before?.();
             answer = await sendOnce(options, signal, request, attempts, request.pooled ? poolOf() : undefined);
           } finally {
             spell?.leave();

@@ -97,7 +97,7 @@ export interface Cost {
   limitedRequests: number;
   throttled: number;
   wallMs: number;
-  /** Against a target whose limiter refused for at least a minute: the busiest team's floor. */
+  /** Against a target whose limiter refused for at least a minute: the busiest team's floor (its requests that got through, at the median rate a minute its limiter let through while refusing). */
   floor?: { team: string; requests: number; perMinute: number; floorMs: number; ratio: number };
 }
 
@@ -116,9 +116,14 @@ export function costOf(spend: Spend, wallMs: number): Cost {
   };
   const [busiest, team] = teams.sort(([, a], [, b]) => b.through.length - a.through.length)[0] ?? [];
   if (team?.firstThrottled !== undefined && team.lastThrottled! - team.firstThrottled >= SPAN_FOR_A_RATE_MS) {
-    const span = team.lastThrottled! - team.firstThrottled;
-    const inSpan = team.through.filter((at) => at >= team.firstThrottled! && at <= team.lastThrottled!).length;
-    const perMinute = (inSpan / span) * 60_000;
+    // The rate the limiter allowed: the median of the requests that got through in each whole minute between the first and last 429.
+    const minutes = Math.floor((team.lastThrottled! - team.firstThrottled) / 60_000);
+    const counts = Array.from({ length: minutes }, (_, minute) => {
+      const from = team.firstThrottled! + minute * 60_000;
+      return team.through.filter((at) => at >= from && at < from + 60_000).length;
+    }).sort((a, b) => a - b);
+    const perMinute = counts[Math.floor(counts.length / 2)];
+    if (!perMinute) return cost;
     const floorMs = (team.through.length / perMinute) * 60_000;
     cost.floor = { team: busiest, requests: team.through.length, perMinute: +perMinute.toFixed(2), floorMs: Math.round(floorMs), ratio: +(wallMs / floorMs).toFixed(2) };
   }

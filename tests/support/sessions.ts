@@ -245,16 +245,14 @@ export class Sessions {
     const { api, ledger } = this.options;
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
-    // The run's other sessions of the team, live or opening, before the interact and at its 429: a
-    // session stopped meanwhile would make a count taken at the 429 alone too low.
+    // The run's other sessions of the team, live or opening, at the most any 429 of this interact saw
+    // (read only on a 429: the ledger of a long run is long).
     const entry = { target: api.target.baseURL, jobId, identity: owner.name };
-    const others = () => ledger.liveSessions(api.target.baseURL, owner.name, jobId);
     let live = 0;
     ledger.session('opening', entry);
     const interact = await api.send({
       method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet,
-      before: () => void (live = others()),
-      giveUpOn429: async (attempt) => (live = Math.max(live, others())) > 0 && (await this.capShows(owner, attempt)),
+      giveUpOn429: async (attempt) => (live = Math.max(live, ledger.liveSessions(api.target.baseURL, owner.name, jobId))) > 0 && (await this.capShows(owner, attempt)),
     }).catch((error) => {
       ledger.session('not-opened', entry);
       throw error;
