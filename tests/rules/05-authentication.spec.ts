@@ -1,11 +1,11 @@
 import { test, expect } from '../support/fixtures';
 import { notVerifiable } from '../support/checks';
 import { interactPath, summary, type Answer } from '../support/client';
-import { expectRefusal, expectRevealsNothing, ownerValuesOf, refuseThenOwnerStops } from '../support/refusals';
+import { expectRefusal, expectRevealsNothing, expectSchemeRefusal, ownerValuesOf, refuseThenOwnerStops } from '../support/refusals';
 import { spec, type TestId } from '../support/rules';
 import type { IdentityName } from '../support/target';
 
-const refusals: { id: TestId; who: IdentityName; title: string }[] = [
+const refusals: { id: TestId; who: IdentityName; title: string; schemeWord?: true }[] = [
   { id: 'authentication/no-key', who: 'noKey', title: 'a stop without an Authorization header' },
   { id: 'authentication/empty-token', who: 'emptyToken', title: 'a stop with "Bearer" and no token' },
   { id: 'authentication/garbage', who: 'garbage', title: 'a stop with a garbage Authorization value' },
@@ -13,14 +13,15 @@ const refusals: { id: TestId; who: IdentityName; title: string }[] = [
   { id: 'authentication/key-case-changed', who: 'keyCaseChanged', title: "a stop with the owner's key with the case of its letters changed" },
   { id: 'authentication/key-extended', who: 'keyExtended', title: "a stop with the owner's key with characters appended" },
   { id: 'authentication/key-truncated', who: 'keyTruncated', title: "a stop with the owner's key without its last character" },
-  { id: 'authentication/basic-scheme', who: 'basicScheme', title: "a stop with the owner's key under the Basic scheme" },
-  { id: 'authentication/token-scheme', who: 'tokenScheme', title: "a stop with the owner's key under the Token scheme" },
+  { id: 'authentication/basic-scheme', who: 'basicScheme', title: "a stop with the owner's key under the Basic scheme", schemeWord: true },
+  { id: 'authentication/token-scheme', who: 'tokenScheme', title: "a stop with the owner's key under the Token scheme", schemeWord: true },
 ];
 
-for (const { id, who, title } of refusals) {
+for (const { id, who, title, schemeWord } of refusals) {
   test(`${title} answers 4xx, at any moment of the session's life, and changes nothing`, spec(id), async ({ api, sessions, session, identities, settings, check }) => {
     if (who === 'keyCaseChanged' && !identities.keyCaseChanged.authorization) notVerifiable("the owner's key has no letter whose case could change");
-    await refuseThenOwnerStops({ api, sessions, session, check, settings, owner: identities.owner }, identities[who], (answer) => expectRefusal(answer));
+    // Another scheme word is refused, or taken as the target's known-deviations file declares (refusals.ts).
+    await refuseThenOwnerStops({ api, sessions, session, check, settings, owner: identities.owner }, identities[who], (answer) => (schemeWord ? expectSchemeRefusal(answer, settings) : expectRefusal(answer)));
   });
 }
 

@@ -41,10 +41,20 @@ export interface DeclaredBilling {
   reason: string;
 }
 
+/** The target takes the key after any scheme word (`Basic <key>` acts as `Bearer <key>`). */
+export interface DeclaredSchemeWord {
+  schemeWord: 'ignored';
+  reason: string;
+}
+
 export interface KnownDeviations {
   deviations: KnownDeviation[];
   billing?: DeclaredBilling;
+  authentication?: DeclaredSchemeWord;
 }
+
+/** The checks a declared scheme word decides: an entry for them would excuse what the declaration checks. */
+const SCHEME_CHECKS = ['authentication/basic-scheme refused', 'authentication/token-scheme refused'];
 
 const ROUNDINGS = ['up', 'down', 'nearest'];
 
@@ -68,17 +78,21 @@ function readBillingRule(value: unknown, problems: string[]): DeclaredBilling | 
 }
 
 export function readKnownDeviations(file: string): KnownDeviations {
-  let parsed: { deviations?: unknown; billing?: unknown };
+  let parsed: { deviations?: unknown; billing?: unknown; authentication?: unknown };
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
     throw new Error(`${file} is not valid JSON (${(error as Error).message}).`);
   }
-  if (!Array.isArray(parsed?.deviations ?? []) || (parsed?.deviations === undefined && parsed?.billing === undefined)) {
-    throw new Error(`${file} must hold {"billing": {"rule", "reason"}} or {"deviations": [{"test", "check", "reason"}]}, or both.`);
+  if (!Array.isArray(parsed?.deviations ?? []) || (parsed?.deviations === undefined && parsed?.billing === undefined && parsed?.authentication === undefined)) {
+    throw new Error(`${file} must hold {"billing": {"rule", "reason"}}, {"authentication": {"schemeWord", "reason"}} or {"deviations": [{"test", "check", "reason"}]}.`);
   }
   const problems: string[] = [];
   const billing = readBillingRule(parsed.billing, problems);
+  const authentication = parsed.authentication as DeclaredSchemeWord | undefined;
+  if (authentication !== undefined && (authentication?.schemeWord !== 'ignored' || typeof authentication.reason !== 'string' || authentication.reason.trim().length < 10)) {
+    problems.push('authentication must be {"schemeWord": "ignored", "reason": "..."}: the key is taken after any scheme word.');
+  }
   const deviations: KnownDeviation[] = [];
   const seen = new Set<string>();
   ((parsed.deviations ?? []) as Record<string, unknown>[]).forEach((entry, index) => {
@@ -105,6 +119,10 @@ export function readKnownDeviations(file: string): KnownDeviations {
         return;
       }
     }
+    if (authentication && SCHEME_CHECKS.includes(`${entry.test} ${entry.check}`)) {
+      problems.push(`${where}: the declared scheme word decides this check; an entry for it would excuse an answer the declaration does not give.`);
+      return;
+    }
     if (billing && entry.check === 'credits') {
       problems.push(`${where}: the credits of every billing check follow the declared billing rule; an entry for them would excuse a charge the rule does not give.`);
       return;
@@ -115,5 +133,5 @@ export function readKnownDeviations(file: string): KnownDeviations {
     deviations.push({ test: entry.test, check: entry.check, message, reason: entry.reason });
   });
   if (problems.length) throw new Error(`${file}:\n    ${problems.join('\n    ')}`);
-  return { deviations, billing };
+  return { deviations, billing, authentication };
 }

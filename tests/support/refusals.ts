@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from '@playwright/test';
 import { expectSurvived } from './billing';
 import { notVerifiable, type Check } from './checks';
+import { DeclaredBehaviour } from './errors';
 import { interactPath, summary, type Answer, type Client } from './client';
 import { expect } from './schemas';
 import type { Session, Sessions } from './sessions';
@@ -31,6 +32,21 @@ export function expectRefusal(answer: Answer, status?: number): void {
   expect(answer.status, `a refusal is a 4xx: ${summary(answer)}`).toBeGreaterThanOrEqual(400);
   expect(answer.status, `a refusal is a 4xx: ${summary(answer)}`).toBeLessThan(500);
   expect(answer.body?.success, `a refusal never says success: ${summary(answer)}`).not.toBe(true);
+}
+
+/**
+ * The owner's key under another scheme word (`Basic`, `Token`) is refused; where the target declares
+ * that it ignores the scheme word, it must instead stop the session as the owner's key does (200
+ * with a stop result): that is its declared behaviour. Refused there, the declaration is stale.
+ */
+export function expectSchemeRefusal(answer: Answer, settings: Pick<Settings, 'declaredSchemeWord'>): void {
+  const declared = settings.declaredSchemeWord;
+  if (!declared) return expectRefusal(answer);
+  const accepted = answer.status === 200 && answer.body?.success === true;
+  const why = `declared: the key is taken after any scheme word, so this stop acts as the owner's (200 with a stop result): ${summary(answer)}`;
+  expect(accepted ? 'accepted' : answer.status >= 400 && answer.status < 500 ? 'refused: remove the scheme-word declaration' : 'neither', why).toBe('accepted');
+  expect(answer.body, why).toMatchSchema('stop-result');
+  throw new DeclaredBehaviour(`${why}; the specification asks for a 4xx`, declared.reason);
 }
 
 /** Names of stop-result fields anywhere in a JSON body, or mentioned in a body that is not JSON. */

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import dotenv from 'dotenv';
-import { readKnownDeviations, type DeclaredBilling, type KnownDeviation, type KnownDeviations } from './deviations';
+import { readKnownDeviations, type DeclaredBilling, type DeclaredSchemeWord, type KnownDeviation, type KnownDeviations } from './deviations';
 
 export interface Settings {
   /** The target's address without /v2; for the embedded reference, the address it was started on. */
@@ -37,6 +37,8 @@ export interface Settings {
   knownDeviations: KnownDeviation[];
   /** The target's billing rule, declared in its known-deviations file instead of the specification's. */
   declaredBilling?: DeclaredBilling;
+  /** Declared in the same file: the target takes the key after any scheme word. */
+  declaredSchemeWord?: DeclaredSchemeWord;
   strict: boolean;
   reportsDir: string;
   /** Seeds of the sequences rule, each running SEQUENCE_RUNS histories; random when unset. */
@@ -143,7 +145,7 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
   if (sequenceSeeds?.some((seed) => !Number.isInteger(seed))) problems.push(`SEQUENCE_SEED must be an integer, or several separated by commas (got "${env.SEQUENCE_SEED}").`);
 
   const read = knownDeviationsFile ? readDeviationsFile(knownDeviationsFile, env.KNOWN_DEVIATIONS!, problems) : undefined;
-  const declared = { knownDeviations: read?.deviations ?? [], declaredBilling: read?.billing };
+  const declared = { knownDeviations: read?.deviations ?? [], declaredBilling: read?.billing, declaredSchemeWord: read?.authentication };
   const settings: Settings = {
     ...target,
     ...billing,

@@ -1,5 +1,5 @@
 /**
- * Credits checks at any session length, without holding a session for minutes: the declared
+ * Declared behaviours, checked. Credits at any session length, without holding a session for minutes: the declared
  * billing rule of the hosted service against the specification's proration, for durations from a
  * second to an hour, with charges the rule gives, a credit more, and the prorated charge.
  */
@@ -47,4 +47,25 @@ test('without a declaration, a prorated charge passes and a whole-credit one fai
     assert.equal(outcome(Math.ceil(ms / 1000) * 2 / 60, ms, tolerances), 'pass');
     assert.match(outcome(Math.max(2, Math.ceil((ms / 3_600_000) * 120)), ms, tolerances), /^fail: creditsBilled \d+ must be 2 credits\/minute prorated by the second/);
   }
+});
+
+test('a declared ignored scheme word: accepted as the owner is the declared behaviour; refused, the declaration is stale; undeclared, it must be refused', async () => {
+  const { expectSchemeRefusal } = await import('../tests/support/refusals');
+  const { authentication } = readKnownDeviations(path.join(ROOT, 'fixtures', 'known-deviations', 'firecrawl-production.json'));
+  const answer = (status: number, body: object) => ({ method: 'DELETE', path: '/v2/scrape/x/interact', status, headers: {}, text: JSON.stringify(body), body, sentAt: 0, receivedAt: 1, attempts: 1 });
+  const outcomeOf = (run: () => void) => {
+    try {
+      run();
+      return 'pass';
+    } catch (error) {
+      return error instanceof DeclaredBehaviour ? 'declared' : `fail: ${(error as Error).message.split('\n')[0]}`;
+    }
+  };
+  const accepted = answer(200, { success: true, sessionDurationMs: 300, creditsBilled: 2 });
+  const refused = answer(401, { success: false, error: 'Unauthorized: Invalid token' });
+  assert.equal(outcomeOf(() => expectSchemeRefusal(accepted, { declaredSchemeWord: authentication })), 'declared');
+  assert.match(outcomeOf(() => expectSchemeRefusal(refused, { declaredSchemeWord: authentication })), /^fail: declared: the key is taken after any scheme word/);
+  assert.match(outcomeOf(() => expectSchemeRefusal(answer(500, { success: false, error: 'x' }), { declaredSchemeWord: authentication })), /^fail/);
+  assert.equal(outcomeOf(() => expectSchemeRefusal(refused, {})), 'pass');
+  assert.match(outcomeOf(() => expectSchemeRefusal(accepted, {})), /^fail: a refusal is a 4xx/);
 });
