@@ -7,7 +7,7 @@
  *   npm run flake:gate [-- <runs> [--beside]]     default: 5 runs, alone
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from './matrix';
@@ -18,6 +18,7 @@ const beside = process.argv.includes('--beside');
 interface Gate {
   code: number;
   seconds: number;
+  log: string;
   /** What node's test runner said of its own duration, and the tests that failed. */
   testSeconds?: number;
   failures: string[];
@@ -43,6 +44,7 @@ function run(command: string, args: string[], cwd: string): Promise<Gate> {
       const duration = /^# duration_ms ([\d.]+)/m.exec(log);
       resolve({
         code: code ?? 1,
+        log,
         seconds: (performance.now() - started) / 1000,
         testSeconds: duration ? Number(duration[1]) / 1000 : undefined,
         failures: log.split('\n').filter((line) => /^not ok /.test(line) || /(FALSE ALARM|MISSED|WRONG RULE|RUN ERROR)\s*$/.test(line)).map((line) => line.trim()),
@@ -63,6 +65,13 @@ function run(command: string, args: string[], cwd: string): Promise<Gate> {
     const took = gate.testSeconds === undefined ? '' : `, npm test ${gate.testSeconds.toFixed(0)} s`;
     console.log(`run ${index}/${runs}${beside ? ' (another npm test beside it)' : ''}: exit ${gate.code} in ${gate.seconds.toFixed(0)} s${took}`);
     for (const failure of gate.failures) console.log(`    ${failure}`);
+    if (gate.code !== 0) {
+      const kept = path.join(os.tmpdir(), `gate-run-${index}-${Date.now()}.log`);
+      writeFileSync(kept, gate.log);
+      // What failed, as the test runner said it: each failing test's error lines.
+      const errors = gate.log.split('\n').filter((line, i, lines) => /^\s+error: /.test(line) || (/^\s+(\+|-) /.test(line) && lines.slice(Math.max(0, i - 12), i).some((l) => /error: /.test(l))));
+      console.log(`    ${errors.slice(0, 30).join('\n    ')}\n    whole log: ${kept}`);
+    }
     if (load) console.log(`    the npm test beside it: exit ${load.code} in ${load.seconds.toFixed(0)} s${load.failures.length ? `; ${load.failures.join('; ')}` : ''}`);
     for (const dir of [folder, other]) if (dir) rmSync(dir, { recursive: true, force: true });
   }
