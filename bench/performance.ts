@@ -1,4 +1,4 @@
-/** Renders reports/bench.json as docs/performance.md, the page the README links to for figures. */
+/** Renders docs/bench.json as docs/performance.md, the page the README links to for figures. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Bench = Record<string, any>;
 
@@ -9,7 +9,7 @@ export function renderPerformance(bench: Bench): string {
   const lines = [
     '# Performance',
     '',
-    `Written by \`npm run bench\` from \`reports/bench.json\` (${bench.date}, ${bench.cores} cores, Node ${bench.node}). Every`,
+    `Written by \`npm run bench\` from \`docs/bench.json\` (${bench.date}, ${bench.cores} cores, Node ${bench.node}). Every`,
     'figure is a ratio against a baseline measured in the same script, since the machines are shared and noisy.',
     '',
     '| Figure | Measured | Baseline | Ratio | Goal |',
@@ -29,7 +29,7 @@ export function renderPerformance(bench: Bench): string {
     lines.push(row(['Smallest `sessionDurationMs` bias caught', `${timing.smallestDetectedBiasMs} ms (both signs)`, 'biases of 5–100 ms injected into the reference', '–', timing.biasGoal]));
   }
   for (const [label, figure] of Object.entries(throughput ?? {}) as [string, Bench][]) {
-    lines.push(row([`Reference throughput, DELETE ${label}`, `${figure.referenceRps} req/s`, `bare \`node:http\` answering the same JSON: ${figure.bareRps} req/s`, `${figure.ratio} (median of ${figure.ratios.length} rounds)`, figure.goal]));
+    lines.push(row([`Reference throughput, DELETE ${label}`, `${figure.referenceRps} req/s`, `bare \`node:http\` answering the same JSON: ${figure.bareRps} req/s`, `${figure.ratio} (median of ${figure.rounds ?? figure.ratios.length} rounds)`, figure.goal]));
   }
   if (sequences) {
     lines.push('', `## Order-only faults caught by the sequences rule, over ${sequences.seeds} seeds (default runs)`, '', '| Variant | Caught | Required by the matrix |', '| - | - | - |');

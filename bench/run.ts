@@ -1,6 +1,6 @@
 /**
  * npm run bench [-- <part>]: every figure as a ratio against a baseline measured in the same run
- * (the machines are shared and noisy, so absolute times mean little). Writes reports/bench.json
+ * (the machines are shared and noisy, so absolute times mean little). Writes docs/bench.json
  * and docs/performance.md.
  *   command     `npm run conformance` end to end, reports included / (one empty Playwright test
  *               + the longest billing hold), and what each phase costs                     goal <= 2, under 10 s
@@ -214,7 +214,7 @@ async function throughput() {
 
 (async () => {
   const only = process.argv[2];
-  const file = path.join(ROOT, 'reports', 'bench.json');
+  const file = path.join(ROOT, 'docs', 'bench.json');
   let bench: Record<string, unknown> = {};
   try {
     bench = JSON.parse(readFileSync(file, 'utf8'));
@@ -231,5 +231,5 @@ async function throughput() {
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, JSON.stringify(bench, null, 2));
   writeFileSync(path.join(ROOT, 'docs', 'performance.md'), renderPerformance(bench));
-  console.log('written reports/bench.json and docs/performance.md');
+  console.log('written docs/bench.json and docs/performance.md');
 })();

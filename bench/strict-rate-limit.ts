@@ -2,7 +2,7 @@
  * npm run bench:strict-limit: the whole command against a target that allows only 10 stop/interact
  * requests per minute per team and sends no Retry-After (the hosted service's free plan). Counts,
  * from the server's side, the requests the run sends to the rate-limited endpoints, and records
- * them with the wall time, the verdict and the run's own cost lines in reports/bench.json and
+ * them with the wall time, the verdict and the run's own cost lines in docs/bench.json and
  * docs/performance.md. Options: `--burst-team`, a third team's key (BURST_API_KEY), so that the
  * burst runs beside the other tests; `--production`, a target that bills whole credits and takes
  * any scheme word, as the hosted service does, run with its known-deviations file; `--cap N`, a cap
@@ -55,7 +55,7 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
   };
   console.log(log.split('\n').filter((line) => /passed|failed|Verdict|FAIL|✘|Error|COST|floor:|SESSION CAP/.test(line)).join('\n'));
   console.log(JSON.stringify(figures, null, 2));
-  const file = path.join(ROOT, 'reports', 'bench.json');
+  const file = path.join(ROOT, 'docs', 'bench.json');
   let bench: Record<string, unknown> = {};
   try {
     bench = JSON.parse(readFileSync(file, 'utf8'));

@@ -66,12 +66,13 @@ export function runCommand(command: string, args: string[], env: NodeJS.ProcessE
  * seconds shows) and one over two (a rate off by half shows), the default 2 s scrape gap (a clock
  * started at the scrape shows in the credits alone), and a fixed seed for the sequences rule.
  */
-const MATRIX_SETTINGS = { BILLING_HOLDS_MS: '450,850,2250', SEQUENCE_SEED: '1', SEQUENCE_BUDGET: '800', BURST_PROOF_RATE: String(3 * 40) };
+const MATRIX_SETTINGS = { BILLING_HOLDS_MS: '450,850,2250', SEQUENCE_SEED: '1', SEQUENCE_BUDGET: '800', BURST_PROOF_RATE: String(3 * 40), BURST_CONCURRENCY: '50' };
 
 /**
  * Every variant's limit, unless it brings its own: 150 a second per team, and the burst team's
- * plan 40 a second, so that a burst slowed by a busy runner still goes past it; BURST_PROOF_RATE,
- * three times that, is a rate no limit of a correct variant lets through within one second.
+ * plan 40 a second, so that a burst slowed by a busy runner still goes past it (its first wave,
+ * BURST_CONCURRENCY=50, does); BURST_PROOF_RATE, three times that, is a rate no limit of a correct
+ * variant lets through within one second.
  */
 const MATRIX_RATE_LIMIT = { limit: 150, windowMs: 1000, perTeam: { 'team-burst': 40 } };
 

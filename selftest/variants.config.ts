@@ -18,7 +18,7 @@ const part = process.env.SELFTEST_PART ?? 'rest';
 const bursts = part.startsWith('burst');
 const output = process.env.SELFTEST_OUTPUT ?? path.join(__dirname, '..', 'reports', 'selftest');
 
-export default defineConfig<object, { target: Target; sequenceSeeds: number[]; sequenceRuns: number }>({
+export default defineConfig<object, { target: Target; sequenceSeeds: number[]; sequenceRuns: number; keepWorkerOnFailure: boolean }>({
   outputDir: path.join(output, `test-results-${part}`),
   fullyParallel: true,
   workers: Number(process.env.SELFTEST_WORKERS ?? 8),
@@ -37,7 +37,7 @@ export default defineConfig<object, { target: Target; sequenceSeeds: number[]; s
       testDir: path.join(__dirname, '..', 'tests', 'rules'),
       testMatch: testMatch.length ? testMatch : ['nothing-to-run'],
       workers: 1,
-      use: { target: { baseURL: url, embedded: true } satisfies Target, ...(seeds ? { sequenceSeeds: seeds } : {}), ...(runs ? { sequenceRuns: runs } : {}) },
+      use: { target: { baseURL: url, embedded: true } satisfies Target, keepWorkerOnFailure: true, ...(seeds ? { sequenceSeeds: seeds } : {}), ...(runs ? { sequenceRuns: runs } : {}) },
     };
   }),
 });

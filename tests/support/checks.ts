@@ -48,9 +48,16 @@ function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInf
   };
 }
 
-export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, object, object, { settings: Settings }> = {
+export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWorkerOnFailure: boolean }, object, { settings: Settings }> = {
+  /**
+   * An option for the kit's variant matrix, where most faulty variants fail a test: a test that
+   * failed is then marked as expected to, so that Playwright keeps its worker instead of starting
+   * another (about 0.75 s of CPU each). Outcomes are read from the results' status and errors.
+   */
+  keepWorkerOnFailure: [false, { scope: 'worker', option: true }],
+
   testId: [
-    async ({}, use, testInfo) => {
+    async ({ keepWorkerOnFailure }, use, testInfo) => {
       const id = testIdOf(testInfo.annotations);
       if (!id) throw new RunError(`"${testInfo.title}" has no test id: declare it with spec('<rule>/<test>') from tests/support/rules.ts`);
       const rule = RULES[ruleOf(id)];
@@ -63,6 +70,7 @@ export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, object, o
       await historyId(id);
       await testCaseId(id);
       await use(id);
+      if (keepWorkerOnFailure && testInfo.status === 'failed') testInfo.fail();
     },
     { auto: true },
   ],
