@@ -29,6 +29,9 @@ async function serve(handler: http.RequestListener): Promise<{ url: string; clos
 }
 
 const bounds = { timeoutMs: 1_000, maxBodyBytes: 64 * 1024 };
+// Made once, before any clock starts: compressing 60 MB takes a busy runner longer than the bound under test.
+const FIFTY_MB = Buffer.alloc(50 * 1024 * 1024, 32);
+const BOMB = zlib.gzipSync(Buffer.alloc(60 * 1024 * 1024, 32), { level: 9 });
 
 test("an exchange starts after its connection is open and brackets the server's whole handling of the request", async () => {
   const seen: { arrivedAt?: number; answeredAt?: number; body?: string; host?: string } = {};
@@ -73,12 +76,12 @@ const hostile: [string, http.RequestListener, RegExp][] = [
     pump();
   }, /exceeds MAX_BODY_BYTES \(65536 bytes\)/],
   ['sends a 50 MB body', (_, res) => {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(50 * 1024 * 1024) });
-    res.end(Buffer.alloc(50 * 1024 * 1024, 32));
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(FIFTY_MB.length) });
+    res.end(FIFTY_MB);
   }, /exceeds MAX_BODY_BYTES \(65536 bytes\)/],
   ['sends a gzip bomb (60 KB that expands to 60 MB)', (_, res) => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
-    res.end(zlib.gzipSync(Buffer.alloc(60 * 1024 * 1024, 32), { level: 9 }));
+    res.end(BOMB);
   }, /exceeds MAX_BODY_BYTES \(65536 bytes\) once decompressed \(gzip\)/],
   ['closes the connection mid-answer', (_, res) => {
     res.writeHead(200, { 'content-length': '100' });

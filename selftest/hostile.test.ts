@@ -101,10 +101,19 @@ function start(server: ReferenceServer, args: string[], settings: Record<string,
   let log = '';
   child.stdout.on('data', (chunk) => (log += chunk));
   child.stderr.on('data', (chunk) => (log += chunk));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   // Once every process that shares its output has ended, Playwright's included.
   let closed = false;
   child.on('close', () => (closed = true));
+  // The command's exit, once what it printed has been read too (its output closes then, or, where a
+  // process it started outlives it, within 5 s): on a busy runner the exit can come first.
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => {
+      const done = () => resolve({ code, signal });
+      if (closed) return done();
+      child.once('close', done);
+      setTimeout(done, 5_000).unref();
+    }),
+  );
   return { child, env, reports, exited, closed: () => closed, log: () => log, seconds: () => (performance.now() - started) / 1000 };
 }
 
