@@ -8,10 +8,12 @@ test(
   spec('sequences/random-histories'),
   async ({ api, sessions, identities, settings, sequenceSeeds, sequenceRuns: runs, check }, testInfo) => {
     const explored: Exploration[] = [];
+    // Half the test's time for the search, the rest for shrinking a failure and stopping its sessions.
+    const until = performance.now() + settings.testTimeoutMs / 2;
     for (const seed of sequenceSeeds) {
       console.log(`sequences: seed ${seed} (replay with SEQUENCE_SEED=${seed})`);
       const exploration = await test.step(`run up to ${runs} random histories (seed ${seed}, at most ${settings.sequenceBudget} requests to stop and interact)`, () =>
-        exploreHistories({ api, sessions, identities, settings, seed, runs }),
+        exploreHistories({ api, sessions, identities, settings, seed, runs, until }),
       );
       explored.push(exploration);
       if (exploration.failure) break;

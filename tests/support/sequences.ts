@@ -44,12 +44,15 @@ class Budget {
   spent = 0;
   /** An error of the run ends the search: no further history sends anything. */
   halted?: RunError;
+  /** Set once the time was up: on a slow machine or target the search does less, rather than outlive its test. */
+  outOfTime = false;
 
-  constructor(public left: number) {}
+  constructor(public left: number, private readonly until: number) {}
 
-  /** Whether `requests` more are allowed; never once the search was halted. */
+  /** Whether `requests` more are allowed; never once the search was halted or its time is up. */
   affords(requests: number): boolean {
-    return !this.halted && this.left >= requests;
+    if (performance.now() > this.until) this.outOfTime = true;
+    return !this.halted && !this.outOfTime && this.left >= requests;
   }
 
   spend(requests: number): void {
@@ -307,6 +310,8 @@ export interface Exploration {
   /** Durations and charges of live sessions' stops examined: none means they were not checked at all. */
   durationsExamined: number;
   chargesExamined: number;
+  /** Set when the search stopped at its time limit, before its histories or requests were used up. */
+  stoppedAt?: string;
 }
 
 export interface ExploreOptions {
@@ -316,13 +321,15 @@ export interface ExploreOptions {
   settings: Settings;
   seed: number;
   runs: number;
+  /** performance.now() past which no history starts or goes on: the search's share of its test's time. */
+  until: number;
 }
 
 /** Runs random histories until SEQUENCE_RUNS pass or one breaks the model; shrinks and describes that one. */
-export async function exploreHistories({ api, sessions, identities, settings, seed, runs }: ExploreOptions): Promise<Exploration> {
+export async function exploreHistories({ api, sessions, identities, settings, seed, runs, until }: ExploreOptions): Promise<Exploration> {
   // Loaded here, not with the module: only the worker that runs this rule needs it.
   const fc = await import('fast-check');
-  const budget = new Budget(settings.sequenceBudget);
+  const budget = new Budget(settings.sequenceBudget, until);
   const steps = stepsFor(fc, budget, settings.durationToleranceMs);
   let histories = 0;
   let lastFailure: { history: History; message: string } | undefined;
@@ -361,7 +368,7 @@ export async function exploreHistories({ api, sessions, identities, settings, se
   });
   const details = await fc.check(property, { seed, numRuns: runs });
   if (budget.halted && !lastFailure) throw budget.halted;
-  const exploration: Exploration = { seed, runs, histories, requests: budget.spent, durationsExamined: examined.durations, chargesExamined: examined.charges };
+  const exploration: Exploration = { seed, runs, histories, requests: budget.spent, durationsExamined: examined.durations, chargesExamined: examined.charges, ...(budget.outOfTime ? { stoppedAt: 'half of TEST_TIMEOUT_MS' } : {}) };
   const unprorated = charges.find((charge) => !charge.declared);
   const declared = charges.find((charge) => charge.declared);
   const told = (charge: (typeof charges)[number]) => [`${charge.message}`, `in a history of ${charge.history.length} steps (seed ${seed}):`, ...charge.history.lines].join('\n');

@@ -217,12 +217,11 @@ export class Sessions {
   }
 
   /**
-   * Whether a 429 to an interact that would open a session is the target's cap on live sessions,
-   * not its rate limit: a stop of an unknown job by the same team, just after it, is not refused.
-   * Asked at the 1st, 2nd, 4th, 8th... 429 of one interact, so that a rate limit costs few such stops.
+   * Whether the team's rate limit has room just after a 429 to an interact: a stop of an unknown job
+   * by the same team is not refused. Asked at the 1st, 2nd, 4th, 8th... 429 of one interact (and
+   * right after one that had room), so that a rate limit costs few such stops.
    */
-  private async capShows(owner: Identity, attempt: number): Promise<boolean> {
-    if ((attempt & (attempt - 1)) !== 0) return false;
+  private async limitHasRoom(owner: Identity): Promise<boolean> {
     const probe = await this.options.api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: owner, on429: 'once', attach: false });
     return probe.status !== 429;
   }
@@ -249,10 +248,19 @@ export class Sessions {
     // (read only on a 429: the ledger of a long run is long).
     const entry = { target: api.target.baseURL, jobId, identity: owner.name };
     let live = 0;
+    // A cap refuses the same interact again; a rate limit whose window just turned does not: the cap
+    // shows only when two 429s in a row each had the limit's room beside them.
+    let roomBefore = false;
     ledger.session('opening', entry);
     const interact = await api.send({
       method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet,
-      giveUpOn429: async (attempt) => (live = Math.max(live, ledger.liveSessions(api.target.baseURL, owner.name, jobId))) > 0 && (await this.capShows(owner, attempt)),
+      giveUpOn429: async (attempt) => {
+        live = Math.max(live, ledger.liveSessions(api.target.baseURL, owner.name, jobId));
+        const room = live > 0 && (roomBefore || (attempt & (attempt - 1)) === 0) && (await this.limitHasRoom(owner));
+        const shown = room && roomBefore;
+        roomBefore = room;
+        return shown;
+      },
     }).catch((error) => {
       ledger.session('not-opened', entry);
       throw error;
