@@ -73,6 +73,11 @@ function run(command: string, args: string[], cwd: string): Promise<Gate> {
       console.log(`    ${errors.slice(0, 30).join('\n    ')}\n    whole log: ${kept}`);
     }
     if (load) console.log(`    the npm test beside it: exit ${load.code} in ${load.seconds.toFixed(0)} s${load.failures.length ? `; ${load.failures.join('; ')}` : ''}`);
+    if (load && load.code !== 0) {
+      const kept = path.join(os.tmpdir(), `gate-beside-${index}-${Date.now()}.log`);
+      writeFileSync(kept, load.log);
+      console.log(`    its whole log: ${kept}`);
+    }
     for (const dir of [folder, other]) if (dir) rmSync(dir, { recursive: true, force: true });
   }
   const failed = results.filter((gate) => gate.code !== 0).length;

@@ -405,7 +405,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.match(second.log, /\/ledger\.jsonl: no session left open/);
       assert.match(second.log, /\/ledger\.previous\.jsonl: no session left open/);
       assert.doesNotMatch(second.log, /stopped|FAILED/);
-      assert.ok(seconds < 30, `cleaned up after ${seconds.toFixed(1)} s`);
+      // From the command's start: the run, the kill and two cleanups; 40 s were seen with another npm test beside.
+      assert.ok(seconds < 60, `cleaned up after ${seconds.toFixed(1)} s`);
       assertNoKey(run, first.log, second.log);
     }),
   );
