@@ -138,8 +138,8 @@ describe('the command, end to end', { concurrency: 3 }, () => {
   });
 
   test("with BURST_API_KEY the burst runs beside the other tests on a third team, and cleanup stops that team's sessions with its key only", async () => {
-    // 50 a second: a client slowed by a busy machine still saturates the limit early in a window, so a stop sent then is throttled.
-    const { server, env } = await external(undefined, { limit: 50, windowMs: 1000 });
+    // 50 in 3 s: a client slowed by a busy machine still saturates the limit early in a window, so a stop sent then is throttled.
+    const { server, env } = await external(undefined, { limit: 50, windowMs: 3000 });
     try {
       // The billing rule's holds run while the burst does; the other rules would only repeat them.
       const run = await conformance(['--rule', 'rate-limit', '--rule', 'billing', '--rule', 'foreign-team'], { ...env, BURST_API_KEY: SECRETS[2] });
