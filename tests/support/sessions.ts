@@ -191,7 +191,9 @@ export class Sessions {
    */
   async interact({ jobId, owner = this.owner }: Pick<Session, 'jobId'> & Partial<Pick<Session, 'owner'>>, { quiet = false } = {}): Promise<Answer> {
     const { api, ledger, testId } = this.options;
-    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet });
+    // On a stopped session it may open a new one: a cap on live sessions then refuses it (429) for as
+    // long as other tests hold theirs, and the refusal is the answer, not a wait.
+    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: this.capShows(owner, jobId) });
     if (answer.status === 200 && ledger.endedHere(api.target.baseURL, jobId, owner.name)) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
       ledger.session('live', { target: api.target.baseURL, jobId, identity: owner.name });
@@ -215,6 +217,28 @@ export class Sessions {
     // Room stays taken for a session that could not be stopped: it may still count against the cap.
     if (!problems.length) for (const room of this.room.values()) (room.slots.release(), (room.taken = 0));
     return problems;
+  }
+
+  /**
+   * For the 429s of one interact that would open a session on `jobId`: whether they show the target's
+   * cap on live sessions. A cap refuses the same interact again; a rate limit whose window just
+   * turned does not: the cap shows when two 429s in a row each had the limit's room beside them and
+   * the run had other sessions of the team live or opening (`live`, the most seen).
+   */
+  private capShows(owner: Identity, jobId: string): ((attempt: number) => Promise<boolean>) & { live: number } {
+    const { api, ledger } = this.options;
+    let roomBefore = false;
+    const shows = Object.assign(
+      async (attempt: number) => {
+        shows.live = Math.max(shows.live, ledger.liveSessions(api.target.baseURL, owner.name, jobId));
+        const room = shows.live > 0 && (roomBefore || (attempt & (attempt - 1)) === 0) && (await this.limitHasRoom(owner));
+        const shown = room && roomBefore;
+        roomBefore = room;
+        return shown;
+      },
+      { live: 0 },
+    );
+    return shows;
   }
 
   /**
@@ -248,26 +272,14 @@ export class Sessions {
     // The run's other sessions of the team, live or opening, at the most any 429 of this interact saw
     // (read only on a 429: the ledger of a long run is long).
     const entry = { target: api.target.baseURL, jobId, identity: owner.name };
-    let live = 0;
-    // A cap refuses the same interact again; a rate limit whose window just turned does not: the cap
-    // shows only when two 429s in a row each had the limit's room beside them.
-    let roomBefore = false;
+    const capShows = this.capShows(owner, jobId);
     ledger.session('opening', entry);
-    const interact = await api.send({
-      method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet,
-      giveUpOn429: async (attempt) => {
-        live = Math.max(live, ledger.liveSessions(api.target.baseURL, owner.name, jobId));
-        const room = live > 0 && (roomBefore || (attempt & (attempt - 1)) === 0) && (await this.limitHasRoom(owner));
-        const shown = room && roomBefore;
-        roomBefore = room;
-        return shown;
-      },
-    }).catch((error) => {
+    const interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: capShows }).catch((error) => {
       ledger.session('not-opened', entry);
       throw error;
     });
     ledger.session(interact.status === 200 ? 'live' : 'not-opened', entry);
-    if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(live));
+    if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(capShows.live));
     if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
