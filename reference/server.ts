@@ -88,7 +88,11 @@ export interface ReferenceServer {
   close(): Promise<void>;
 }
 
-export const DEFAULT_RATE_LIMIT: RateLimit = { limit: 150, windowMs: 1000 };
+/**
+ * 150 requests a second per team; the burst team's plan is 40 a second, so that a burst slowed by
+ * a busy machine still goes well past it and a stop sent behind its first wave is throttled.
+ */
+export const DEFAULT_RATE_LIMIT = { limit: 150, windowMs: 1000, burstTeamLimit: 40 };
 export const MAX_BODY_BYTES = 1_000_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INTERACT_PATH = /^\/v2\/scrape\/([^/]*)\/interact$/;
@@ -104,7 +108,7 @@ export function rateLimitFromEnv(env = process.env): RateLimit {
   if (!Number.isInteger(limit) || limit < 1 || !Number.isInteger(windowMs) || windowMs < 1) {
     throw new Error('REFERENCE_RATE_LIMIT and REFERENCE_RATE_WINDOW_MS must be positive integers');
   }
-  return { limit, windowMs };
+  return { limit, windowMs, perTeam: { 'team-burst': Math.min(limit, DEFAULT_RATE_LIMIT.burstTeamLimit) } };
 }
 
 function referenceBehaviour(self: Behaviour, state: ReferenceState, rateLimit: RateLimit): Behaviour {
