@@ -32,8 +32,14 @@ export function renderPerformance(bench: Bench): string {
     lines.push(row([`Reference throughput, DELETE ${label}`, `${figure.referenceRps} req/s`, `bare \`node:http\` answering the same JSON: ${figure.bareRps} req/s`, `${figure.ratio} (median of ${figure.rounds ?? figure.ratios.length} rounds)`, figure.goal]));
   }
   if (sequences) {
-    lines.push('', `## Order-only faults caught by the sequences rule, over ${sequences.seeds} seeds (default runs)`, '', '| Variant | Caught | Required by the matrix |', '| - | - | - |');
-    for (const [name, count] of Object.entries(sequences.caught)) lines.push(row([name, `${count} of ${sequences.seeds}`, sequences.required.includes(name) ? 'yes' : 'no']));
+    lines.push('', `## Order-only faults caught by the sequences rule, over ${sequences.seeds} seeds`, '', `${sequences.target ?? 'default runs'}.`, '');
+    lines.push('| Variant | Caught | Median run (s) | Required by the matrix |', '| - | - | - | - |');
+    for (const [name, count] of Object.entries(sequences.caught)) lines.push(row([name, `${count} of ${sequences.seeds}`, String(sequences.medianSeconds?.[name] ?? '–'), sequences.required.includes(name) ? 'yes' : 'no']));
+    const shortest = Object.entries(sequences.shortestCounterexample ?? {}) as [string, string][];
+    if (shortest.length) {
+      lines.push('', 'The shortest counterexample each fault was reported with:');
+      for (const [name, history] of shortest) lines.push('', `${name}:`, '', '```', history, '```');
+    }
   }
   const strictRuns = Object.entries(bench).filter(([name]) => name.startsWith('strictLimit')) as [string, Bench][];
   if (strictRuns.length) {

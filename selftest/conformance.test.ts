@@ -17,7 +17,7 @@ import { RULES, RULE_IDS, TEST_IDS } from '../tests/support/rules';
 import type { Summary } from '../tests/support/verdict';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
 import { filesContaining, SECRETS } from './secrets';
-import { capsSessions, correctVariants, faultyVariants } from './variants';
+import { capsSessions, correctVariants, faultyVariants, orderFaults } from './variants';
 
 const BIN = path.join(ROOT, 'bin', 'stop-session-conformance.js');
 const tempDir = (prefix: string) => mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -247,6 +247,39 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       } finally {
         await server.close();
       }
+    }
+  });
+
+  test('with its defaults, the sequences rule catches every order-only fault served as a remote target (50 a second), in a history of at most 5 steps', async () => {
+    const caught = async (variant: (typeof orderFaults)[number]) => {
+      const { server, env } = await external(variant.options.behaviour, { limit: 50, windowMs: 1000 });
+      try {
+        const run = await conformance(['--rule', 'sequences'], { ...env, SEQUENCE_SECONDS: '' });
+        const test = run.summary!.rules.sequences.tests[0];
+        assert.equal(test.outcome, 'fail', `${variant.name}: ${test.note}\n${run.log.slice(-2000)}`);
+        const steps = Number(/A history of (\d+) steps breaks the model/.exec(run.log)?.[1]);
+        assert.ok(steps <= 5, `${variant.name}: a history of ${steps} steps`);
+        if (!variant.leaksSessions) assert.equal(server.activeSessions().length, 0, `${variant.name}: sessions left running`);
+      } finally {
+        await server.close();
+      }
+    };
+    for (let i = 0; i < orderFaults.length; i += 2) await Promise.all(orderFaults.slice(i, i + 2).map(caught));
+  });
+
+  test('against a strict limit, the sequences rule paces itself and ends within its time', async () => {
+    // 6 requests in 3 s: a 429 comes within the first history, and every wait lasts up to 3 s.
+    const { server, env } = await external(undefined, { limit: 6, windowMs: 3000 });
+    try {
+      const run = await conformance(['--rule', 'sequences'], { ...env, SEQUENCE_SECONDS: '8' });
+      assert.equal(run.summary!.rules.sequences.tests[0].outcome, 'pass', run.log.slice(-3000));
+      assert.match(run.log, /SEQUENCES: searched [1-9]\d* histories, \d+ steps, \d+ requests to stop and interact in [\d.]+ s \(paced by the team's rate limit\); systematic phase: /);
+      const seconds = Number(/<testcase classname="sequences"[^>]*time="([\d.]+)"/.exec(readFileSync(path.join(run.reports, 'junit.xml'), 'utf8'))?.[1]);
+      // Its 8 s, and at most one request's wait and the last history's cleanup past them.
+      assert.ok(seconds <= 8 + 6, `the rule took ${seconds} s`);
+      assert.equal(server.activeSessions().length, 0);
+    } finally {
+      await server.close();
     }
   });
 

@@ -362,6 +362,66 @@ export const orderFaults: Variant[] = [
       };
     }),
   },
+  // Faults of the second time: state kept across repeated steps of one session (counters, cached answers).
+  {
+    name: 'second-foreign-refusal-ends-session',
+    breaks: 'sequences',
+    runsEveryRule: true,
+    description: "counts a session's refused stops by another team (a lockout counter) and at the second ends the session without billing it: its owner's stop then answers 404",
+    options: behaviour((base, state) => {
+      const refusals = new Map<string, number>();
+      return {
+        stop: (team, jobId) => {
+          const reply = base.stop(team, jobId);
+          if (reply.status === 403) {
+            refusals.set(jobId, (refusals.get(jobId) ?? 0) + 1);
+            if (refusals.get(jobId) === 2) state.sessions.delete(jobId);
+          }
+          return reply;
+        },
+      };
+    }),
+  },
+  {
+    name: 'second-interact-after-stop-ghost',
+    breaks: 'sequences',
+    runsEveryRule: true,
+    description: 'refuses the first interact on a stopped session (410), but lets a retry through with 200 although no session starts: its stop then answers 404',
+    options: behaviour((base, state) => {
+      const retries = new Map<string, number>();
+      return {
+        interact: (team, jobId, body) => {
+          if (state.stopped.get(jobId)?.teamId !== team.id || state.sessions.has(jobId)) return base.interact(team, jobId, body);
+          const attempt = (retries.get(jobId) ?? 0) + 1;
+          retries.set(jobId, attempt);
+          return attempt === 1 ? base.error(410, 'Browser session has ended.') : { status: 200, body: { success: true, stdout: '', result: '', stderr: '', exitCode: 0, killed: false } };
+        },
+      };
+    }),
+  },
+  {
+    name: 'stopped-flag-toggles',
+    breaks: 'sequences',
+    runsEveryRule: true,
+    description: "keeps a session's 'stopped' as a flag that each further stop flips instead of sets: the third stop finds it cleared and bills the session again",
+    options: behaviour((base, state) => {
+      const stopped = new Map<string, boolean>();
+      return {
+        stop: (team, jobId) => {
+          const reply = base.stop(team, jobId);
+          if (reply.status === 200) stopped.set(jobId, true);
+          const ended = state.stopped.get(jobId);
+          if (reply.status !== 404 || ended?.teamId !== team.id) return reply;
+          stopped.set(jobId, !stopped.get(jobId));
+          if (!stopped.get(jobId)) return reply;
+          const durationMs = Math.max(0, Math.round(state.clock() - ended.startedAt));
+          const credits = base.bill(durationMs);
+          state.charges.push({ jobId, teamId: team.id, durationMs, credits });
+          return { status: 200, body: { success: true, sessionDurationMs: durationMs, creditsBilled: credits } };
+        },
+      };
+    }),
+  },
 ];
 
 /**

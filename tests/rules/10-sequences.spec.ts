@@ -1,25 +1,48 @@
 import { test } from '../support/fixtures';
 import { DeclaredBehaviour } from '../support/errors';
 import { spec } from '../support/rules';
-import { exploreHistories, type Exploration } from '../support/sequences';
+import { Sessions } from '../support/sessions';
+import { exploreHistories, pacerFor, searchSystematically, type Exploration } from '../support/sequences';
+
+/** The systematic phase's share of the rule's time and requests; the random histories have the rest. */
+const SYSTEMATIC_SHARE = 0.6;
 
 test(
-  'random histories of provisions, interacts, holds, owner stops, refused stops and simultaneous stops agree with a model of the specification',
+  'histories of provisions, interacts, holds, owner stops, refused stops and simultaneous stops, every short one and then random ones, agree with a model of the specification',
   spec('sequences/random-histories'),
-  async ({ api, sessions, identities, settings, sequenceSeeds, sequenceRuns: runs, check }, testInfo) => {
+  async ({ api, identities, settings, ledger, testId, sequenceSeeds, sequenceRuns: runs, check }, testInfo) => {
+    // SEQUENCE_SECONDS is this rule's own: its test's timeout grows by it.
+    testInfo.setTimeout(testInfo.timeout + settings.sequenceSeconds * 1000);
+    const started = performance.now();
+    const until = started + settings.sequenceSeconds * 1000;
+    const pacer = pacerFor(settings, identities.owner.team ?? identities.owner.name);
+    const paced = pacer.client(api);
+    const openSessions = () => new Sessions({ api: paced, identities, settings, ledger, testId, signal: api.signal });
+    const options = { api: paced, openSessions, identities, settings, pacer };
     const explored: Exploration[] = [];
-    // Half the test's time for the search, the rest for shrinking a failure and stopping its sessions.
-    const until = performance.now() + settings.testTimeoutMs / 2;
-    for (const seed of sequenceSeeds) {
+    const systematic = await test.step(`run every short pattern of steps over one session (at most ${Math.round(SYSTEMATIC_SHARE * settings.sequenceSeconds)} s)`, () =>
+      searchSystematically({ ...options, requests: settings.sequenceBudget * SYSTEMATIC_SHARE, until: started + SYSTEMATIC_SHARE * (until - started) }),
+    );
+    explored.push(systematic);
+    for (const [index, seed] of sequenceSeeds.entries()) {
+      if (explored.some((exploration) => exploration.failure)) break;
+      const requests = (settings.sequenceBudget - explored.reduce((sum, exploration) => sum + exploration.requests, 0)) / (sequenceSeeds.length - index);
+      const seedUntil = performance.now() + (until - performance.now()) / (sequenceSeeds.length - index);
       console.log(`sequences: seed ${seed} (replay with SEQUENCE_SEED=${seed})`);
-      const exploration = await test.step(`run up to ${runs} random histories (seed ${seed}, at most ${settings.sequenceBudget} requests to stop and interact)`, () =>
-        exploreHistories({ api, sessions, identities, settings, seed, runs, until }),
+      const exploration = await test.step(`run random histories (seed ${seed}${Number.isFinite(runs) ? `, at most ${runs}` : ''}, until the rule's time is up)`, () =>
+        exploreHistories({ ...options, seed, runs, requests, until: seedUntil }),
       );
       explored.push(exploration);
-      if (exploration.failure) break;
     }
-    const figures = explored.map(({ counterexample, failure, unproratedCharge, declaredCharge, ...figure }) => ({ ...figure, replay: `SEQUENCE_SEED=${figure.seed}` }));
-    await testInfo.attach('sequence seeds', { body: JSON.stringify(figures, null, 2), contentType: 'application/json' });
+    const figures = explored.map(({ counterexample, failure, unproratedCharge, declaredCharge, ...figure }) => ({ ...figure, ...(typeof figure.phase === 'number' ? { replay: `SEQUENCE_SEED=${figure.phase}` } : {}) }));
+    await testInfo.attach('sequence phases', { body: JSON.stringify(figures, null, 2), contentType: 'application/json' });
+    const histories = explored.reduce((sum, exploration) => sum + exploration.histories, 0);
+    const steps = explored.reduce((sum, exploration) => sum + exploration.steps, 0);
+    const searched =
+      `${histories} histories, ${steps} steps, ${explored.reduce((sum, exploration) => sum + exploration.requests, 0)} requests to stop and interact in ${((performance.now() - started) / 1000).toFixed(1)} s` +
+      ` (${pacer.limited ? 'paced by the team\'s rate limit' : 'no rate limit met'}); systematic phase: ${systematic.covered}`;
+    console.log(`sequences: ${searched}`);
+    testInfo.annotations.push({ type: 'note', description: `searched ${searched}` });
     const failed = explored.find((exploration) => exploration.failure);
     if (failed) {
       await testInfo.attach('shrunk history', { body: failed.counterexample!, contentType: 'text/plain' });

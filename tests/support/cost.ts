@@ -55,17 +55,32 @@ export function countCredits(credits: unknown): void {
 
 const costDir = (reportsDir: string) => path.join(reportsDir, '.cost');
 
+/**
+ * What the run has learnt of a team's rate limit so far, from every process's tally and this one's:
+ * when its limiter refused a request within the last minute, the requests that got through in that
+ * minute (the rate it allows, at the least); otherwise undefined (no limit met lately).
+ */
+export function recentRatePerMinute(reportsDir: string, team: string): number | undefined {
+  // This process's file is an older copy of its tally: its tally now replaces it.
+  const spend = addSpend(readSpend(reportsDir, `${process.pid}.json`), pending);
+  const seen = spend.teams[team];
+  const now = Date.now();
+  if (!seen?.lastThrottled || now - seen.lastThrottled > 60_000) return undefined;
+  return Math.max(1, seen.through.filter((at) => at > now - 60_000).length);
+}
+
 /** This process's tally, for the summary. */
 export function writeSpend(reportsDir: string): void {
   mkdirSync(costDir(reportsDir), { recursive: true });
   writeFileSync(path.join(costDir(reportsDir), `${process.pid}.json`), JSON.stringify(pending));
 }
 
-/** Every process's tally, added up. */
-export function readSpend(reportsDir: string): Spend {
+/** Every process's tally (but the file `except`), added up. */
+export function readSpend(reportsDir: string, except?: string): Spend {
   const total = emptySpend();
   if (!existsSync(costDir(reportsDir))) return total;
   for (const file of readdirSync(costDir(reportsDir))) {
+    if (file === except) continue;
     try {
       addSpend(total, JSON.parse(readFileSync(path.join(costDir(reportsDir), file), 'utf8')));
     } catch {

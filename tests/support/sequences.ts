@@ -1,14 +1,17 @@
 /**
- * Random histories of operations over up to three sessions of one team, checked step by step
- * against a small model of the specification (fast-check's model-based testing). The model knows
- * which sessions exist and are live, and the interval within which each live session began:
+ * Histories of operations over sessions of one team, checked step by step against a small model of
+ * the specification. The model knows which sessions exist and are live, and the interval within
+ * which each live session began:
  * - a stop of a live session by its owner answers 200, with a duration inside the interval the
  *   suite measured since the session began and a prorated charge, and ends it;
  * - a stopped session answers the owner's stop 404, or 200 without a charge;
  * - a stop by anyone else, and a 429, change nothing and reveal no billing;
  * - an interact on a live session keeps its clock; on a stopped one it is either refused or
  *   begins a new session with its own clock: what follows must agree with the answer given.
- * A failing history is shrunk by fast-check to a short one, printed step by step with each answer.
+ * The search first runs every short pattern of step kinds over one session (the systematic phase),
+ * then random histories over up to three sessions (fast-check's model-based testing), which favour
+ * repeated steps and the same session. A failing random history is shrunk by fast-check. The search
+ * lasts SEQUENCE_SECONDS, at the pace the target allows (Pacer).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,6 +23,7 @@ import { expectRefusal, expectRevealsNothing } from './refusals';
 import { DeclaredBehaviour, plain, RunError } from './errors';
 import { expect } from './schemas';
 import { CapReached, type Sessions } from './sessions';
+import { recentRatePerMinute } from './cost';
 import type { Settings } from './settings';
 import type { Identities, IdentityName } from './target';
 
@@ -39,19 +43,80 @@ interface Model {
   capacity: number;
 }
 
-/** Requests to the rate-limited endpoints (stop and interact) a search may send, shrinking included. */
+/**
+ * The pace of the search's requests. Several histories at once until the team's limit shows (a 429
+ * to a request with a valid key, or a limit the run met in the last minute); each 429 then halves
+ * them, down to one, and every CLEAN_TO_GROW requests without one add one back. A request that meets the limit waits its turn in the team's back-off queue
+ * behind the other tests' (client.ts), so the search takes its share and no more. It learns how long
+ * a request takes on average, back-off included, and starts a history only when twice that (the
+ * other tests' turns) fits in the time left.
+ */
+export class Pacer {
+  lanes = LANES;
+  limited = false;
+  private requests = 0;
+  private totalMs = 0;
+  /** Requests answered without a 429 since the last one: every CLEAN_TO_GROW of them, one more history at once. */
+  private clean = 0;
+
+  /** `perMinute`: the rate the run has met lately, if any; counted as one request's worth of experience. */
+  constructor(perMinute: number | undefined) {
+    if (perMinute) {
+      this.limit();
+      this.requests = 1;
+      this.totalMs = 60_000 / perMinute;
+    }
+  }
+
+  private limit(): void {
+    this.limited = true;
+    this.lanes = Math.max(1, Math.floor(this.lanes / 2));
+    this.clean = 0;
+  }
+
+  /** `api`, with its requests paced and timed. */
+  client(api: Client): Client {
+    return {
+      ...api,
+      send: async (request) => {
+        const started = performance.now();
+        const answer = await api.send(request);
+        const took = performance.now() - started;
+        this.requests += 1;
+        this.totalMs += took;
+        // A 429 to a request without a valid key is its refusal, not the team's limit.
+        if (!request.as.withoutValidKey && (answer.attempts > 1 || answer.status === 429)) this.limit();
+        else if (++this.clean % CLEAN_TO_GROW === 0) this.lanes = Math.min(LANES, this.lanes + 1);
+        return answer;
+      },
+    };
+  }
+
+  /** How long `requests` more are expected to take, rests included. */
+  expectedMs(requests: number): number {
+    return this.requests ? (requests * this.totalMs * (this.limited ? 2 : 1)) / this.requests : 0;
+  }
+}
+
+/** Most histories at once: each has its own session. */
+const LANES = 4;
+const CLEAN_TO_GROW = 50;
+/** How often a lane the pacer has paused asks again. */
+const LANE_PAUSE_MS = 100;
+
+/** Requests to the rate-limited endpoints (stop and interact) a phase of the search may send, and until when. */
 class Budget {
   spent = 0;
   /** An error of the run ends the search: no further history sends anything. */
   halted?: RunError;
-  /** Set once the time was up: on a slow machine or target the search does less, rather than outlive its test. */
+  /** Set once the time was up: on a slow machine or target the search does less, rather than outlive its budget. */
   outOfTime = false;
 
-  constructor(public left: number, private readonly until: number) {}
+  constructor(public left: number, readonly until: number, private readonly pacer: Pacer) {}
 
-  /** Whether `requests` more are allowed; never once the search was halted or its time is up. */
+  /** Whether `requests` more are allowed and fit in the time left; never once the search was halted or its time is up. */
   affords(requests: number): boolean {
-    if (performance.now() > this.until) this.outOfTime = true;
+    if (performance.now() + this.pacer.expectedMs(requests) > this.until) this.outOfTime = true;
     return !this.halted && !this.outOfTime && this.left >= requests;
   }
 
@@ -71,6 +136,8 @@ interface Real {
   charges: { history: History; message: string; declared?: string }[];
   /** How many durations and charges of live sessions' stops were examined. */
   examined: { durations: number; charges: number };
+  /** The last step that sent a request: what `again` repeats. */
+  last?: Step;
 }
 
 type Step = FastCheck.AsyncCommand<Model, Real>;
@@ -178,9 +245,22 @@ function sessionStep(budget: Budget, name: string, index: number, act: (session:
     check: (model) => model.sessions.length > 0 && budget.affords(requests),
     async run(model, real) {
       budget.spend(requests);
+      real.last = this;
       await act(pick(model, index), model, real);
     },
     toString: () => `${name}(${index})`,
+  };
+}
+
+/** The last step that sent a request, `times` times more: "the second time" is where state machines break (counters, caches, flags). */
+function againStep(times: number): Step {
+  return {
+    check: (model) => model.sessions.length > 0,
+    async run(model, real) {
+      const last = real.last;
+      for (let i = 0; i < times && last?.check(model); i++) await last.run(model, real);
+    },
+    toString: () => `again(${times})`,
   };
 }
 
@@ -242,6 +322,7 @@ function unknownStopStep(budget: Budget): Step {
     check: () => budget.affords(1),
     async run(_model, real) {
       budget.spend(1);
+      real.last = this;
       const answer = await real.api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: real.identities.owner, attach: false });
       real.history.step(`owner stops a job that never existed → ${brief(answer)}`);
       await expecting(real.history, 'a stop of a job with no session (rule 4, @must)', () => {
@@ -276,11 +357,12 @@ function simultaneousStopsStep(budget: Budget, first: number, second: number): S
 }
 
 /**
- * The steps a history is made of, as fast-check arbitraries, weighted by repetition: the steps
- * that move a session's life along come most often.
+ * The steps a random history is made of, as fast-check arbitraries, weighted by repetition: the
+ * steps that move a session's life along come most often, the first session is picked most often,
+ * and `again` repeats the step before it.
  */
 function stepsFor(fc: typeof FastCheck, budget: Budget, toleranceMs: number): FastCheck.Arbitrary<Step>[] {
-  const index = fc.nat({ max: LABELS.length - 1 });
+  const index = fc.constantFrom(0, 0, 0, 1, 2);
   const refuser = fc.constantFrom<Refuser>('foreign', 'foreign', 'foreign', 'foreign', ...REFUSERS);
   const times = <T>(n: number, arbitrary: FastCheck.Arbitrary<T>) => Array<FastCheck.Arbitrary<T>>(n).fill(arbitrary);
   return [
@@ -292,14 +374,92 @@ function stepsFor(fc: typeof FastCheck, budget: Budget, toleranceMs: number): Fa
     ...times(3, fc.tuple(index, refuser).map(([i, who]) => refusedStopStep(budget, i, who))),
     fc.constant(unknownStopStep(budget)),
     ...times(2, fc.tuple(index, index).map(([a, b]) => simultaneousStopsStep(budget, a, b))),
+    ...times(3, fc.integer({ min: 1, max: 2 }).map(againStep)),
   ];
 }
 
+/** The kinds of step of the systematic phase, over one session, and the requests each sends. */
+const KINDS = {
+  interact: 1,
+  hold: 0,
+  ownerStop: 1,
+  foreignStop: 1,
+  keylessStop: 1,
+  unknownJobStop: 1,
+  twoStopsAtOnce: 2,
+} as const;
+type Kind = keyof typeof KINDS;
+const KIND_NAMES = Object.keys(KINDS) as Kind[];
+/** A stop without a valid key is each of these in turn: no key, an unknown key, and the owner's key with a letter's case changed, one more or one fewer character. */
+const KEYLESS: Refuser[] = ['noKey', 'unknownKey', 'keyCaseChanged', 'keyExtended', 'keyTruncated'];
+/** Longest patterns the systematic phase reaches when its budget allows. */
+const MAX_DEPTH = 4;
+
+function stepOfKind(kind: Kind, budget: Budget, occurrence: number, holdMs: number): Step {
+  switch (kind) {
+    case 'interact': return interactStep(budget, 0);
+    case 'hold': return holdStep(budget, holdMs);
+    case 'ownerStop': return ownerStopStep(budget, 0);
+    case 'foreignStop': return refusedStopStep(budget, 0, 'foreign');
+    case 'keylessStop': return refusedStopStep(budget, 0, KEYLESS[occurrence % KEYLESS.length]);
+    case 'unknownJobStop': return unknownStopStep(budget);
+    case 'twoStopsAtOnce': return simultaneousStopsStep(budget, 0, 0);
+  }
+}
+
+/**
+ * How much a pattern is likely to tell, from where state machines break: a kind repeated (counters,
+ * caches, flags set the first time), above all right after itself; a step after the session's end;
+ * time passing, which a clock started or kept at the wrong step needs to show.
+ */
+function telling(pattern: Kind[]): number {
+  let score = 0;
+  pattern.forEach((kind, i) => pattern.slice(i + 1).forEach((other, j) => (score += other === kind ? (j === 0 ? 2 : 1) : 0)));
+  if (pattern.some((kind, i) => i > 0 && (pattern[i - 1] === 'ownerStop' || pattern[i - 1] === 'twoStopsAtOnce'))) score += 1;
+  if (pattern.includes('hold')) score += 1;
+  return score;
+}
+
+const requestsOf = (pattern: Kind[]) => pattern.reduce((sum, kind) => sum + KINDS[kind], 0);
+
+/**
+ * Every pattern of `depth` kinds, in the order the systematic phase runs them. Each step is checked
+ * as it runs, so a history covers every prefix of its pattern: at depth 3, the patterns that end in
+ * an owner's stop come first, and cover every pattern of 2 steps followed by a stop (those of 1 step
+ * too); then the rest, most telling and cheapest first. Beyond depth 3, those ending in an owner's
+ * stop are skipped: each history ends with one anyway.
+ */
+export function patternsOfDepth(depth: number): Kind[][] {
+  let patterns: Kind[][] = [[]];
+  for (let i = 0; i < depth; i++) patterns = patterns.flatMap((pattern) => KIND_NAMES.map((kind) => [...pattern, kind]));
+  const order = (a: Kind[], b: Kind[]) => telling(b) - telling(a) || requestsOf(a) - requestsOf(b);
+  const endsInStop = (pattern: Kind[]) => pattern.at(-1) === 'ownerStop';
+  const covering = depth <= 3 ? patterns.filter(endsInStop).sort((a, b) => order(a.slice(0, -1), b.slice(0, -1))) : [];
+  return [...covering, ...patterns.filter((pattern) => !endsInStop(pattern)).sort(order)];
+}
+
+/** What the systematic phase covered: for each length, the share of its patterns some history ran whole, from a fresh session. */
+function coverageLine(covered: Map<number, Set<string>>): string {
+  const parts: string[] = [];
+  const whole: number[] = [];
+  for (let length = 1; length <= MAX_DEPTH; length++) {
+    const share = (covered.get(length)?.size ?? 0) / KIND_NAMES.length ** length;
+    if (share === 1) whole.push(length);
+    else if (share > 0) parts.push(`${Math.floor(share * 100)}% of ${length}-step patterns`);
+  }
+  const all = whole.length ? [`all ${whole.length > 1 ? `${whole.slice(0, -1).join('-, ')}- and ` : ''}${whole.at(-1)}-step patterns`] : [];
+  return [...all, ...parts].join(', ') || 'no pattern';
+}
+
+/** What one phase of the search did and found. */
 export interface Exploration {
-  seed: number;
-  runs: number;
+  /** `systematic`, or the seed of a random phase. */
+  phase: 'systematic' | number;
   histories: number;
+  steps: number;
   requests: number;
+  /** The systematic phase's coverage line, e.g. "all 1- and 2-step patterns, 61% of 3-step patterns". */
+  covered?: string;
   /** The shrunk history that breaks the model, as printed, when one was found. */
   counterexample?: string;
   failure?: string;
@@ -310,40 +470,158 @@ export interface Exploration {
   /** Durations and charges of live sessions' stops examined: none means they were not checked at all. */
   durationsExamined: number;
   chargesExamined: number;
-  /** Set when the search stopped at its time limit, before its histories or requests were used up. */
+  /** Set when the phase stopped at its time limit, before its histories or requests were used up. */
   stoppedAt?: string;
 }
 
 export interface ExploreOptions {
+  /** The search's client: paced (Pacer.client). */
   api: Client;
-  sessions: Sessions;
+  /** A new set of sessions for one history, stopped after it. */
+  openSessions: () => Sessions;
   identities: Identities;
   settings: Settings;
-  seed: number;
-  runs: number;
-  /** performance.now() past which no history starts or goes on: the search's share of its test's time. */
+  pacer: Pacer;
+  /** Requests to stop and interact this phase may send. */
+  requests: number;
+  /** performance.now() past which no history starts or goes on. */
   until: number;
 }
 
-/** Runs random histories until SEQUENCE_RUNS pass or one breaks the model; shrinks and describes that one. */
-export async function exploreHistories({ api, sessions, identities, settings, seed, runs, until }: ExploreOptions): Promise<Exploration> {
+/** What the histories of one phase share: where their charges and counts go. */
+function phaseState() {
+  return { charges: [] as Real['charges'], examined: { durations: 0, charges: 0 }, histories: 0, steps: 0 };
+}
+
+/** The figures of a phase, with its charges judged: shared by both phases. */
+function finish(phase: Exploration['phase'], state: ReturnType<typeof phaseState>, budget: Budget, replay: string): Exploration {
+  const exploration: Exploration = {
+    phase,
+    histories: state.histories,
+    steps: state.steps,
+    requests: budget.spent,
+    durationsExamined: state.examined.durations,
+    chargesExamined: state.examined.charges,
+    ...(budget.outOfTime ? { stoppedAt: 'SEQUENCE_SECONDS' } : {}),
+  };
+  const unprorated = state.charges.find((charge) => !charge.declared);
+  const declared = state.charges.find((charge) => charge.declared);
+  const told = (charge: Real['charges'][number]) => [charge.message, `in a history of ${charge.history.length} steps (${replay}):`, ...charge.history.lines].join('\n');
+  if (unprorated) exploration.unproratedCharge = told(unprorated);
+  if (declared) exploration.declaredCharge = { message: told(declared), reason: declared.declared! };
+  return exploration;
+}
+
+/**
+ * Runs one history: its sessions come from `openSessions` and are stopped after it. Returns the
+ * failure that broke the model, if any; an error of the run halts the budget; a cap met ends the
+ * history quietly.
+ */
+async function runHistory(options: ExploreOptions, budget: Budget, state: ReturnType<typeof phaseState>, history: History, body: (real: Real) => Promise<void>): Promise<string | undefined> {
+  const sessions = options.openSessions();
+  state.histories += 1;
+  try {
+    await body({ api: options.api, sessions, identities: options.identities, settings: options.settings, history, charges: state.charges, examined: state.examined });
+    return undefined;
+  } catch (error) {
+    if (error instanceof RunError) {
+      budget.halted ??= error;
+      return undefined;
+    }
+    // The target's cap on live sessions showed: not a disagreement; the next history keeps under it.
+    if (error instanceof CapReached) return undefined;
+    return String((error as Error).message);
+  } finally {
+    state.steps += history.length;
+    const problems = await sessions.cleanup(options.api);
+    if (problems.length) budget.halted ??= new RunError(`Could not stop ${problems.length} session(s) a history created: ${problems.join(', ')}`);
+  }
+}
+
+/**
+ * The systematic phase: every pattern of step kinds over one session, up to 3 steps and beyond as
+ * its budget allows (patternsOfDepth), each from a fresh session and followed by the owner's stop,
+ * several at once while the target shows no limit. Deterministic: it needs no seed.
+ */
+export async function searchSystematically(options: ExploreOptions): Promise<Exploration> {
+  const budget = new Budget(options.requests, options.until, options.pacer);
+  const state = phaseState();
+  const covered = new Map<number, Set<string>>();
+  const holdMs = options.settings.durationToleranceMs + 10;
+  let failure: { history: History; message: string; pattern: Kind[] } | undefined;
+  for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime; depth++) {
+    const patterns = patternsOfDepth(depth);
+    let next = 0;
+    const lane = async (number: number) => {
+      while (!failure && next < patterns.length && budget.affords(0)) {
+        if (number >= options.pacer.lanes) {
+          await sleep(LANE_PAUSE_MS, undefined, { signal: options.api.signal });
+          continue;
+        }
+        const pattern = patterns[next++];
+        // Provisioning, the pattern and the final stop.
+        if (!budget.affords(requestsOf(pattern) + 2)) return;
+        const history = new History();
+        let ran = 0;
+        const message = await runHistory(options, budget, state, history, async (real) => {
+          await real.sessions.reserve(1);
+          const model: Model = { sessions: [], capacity: 1 };
+          budget.spend(1);
+          await provisionInto(model, real);
+          const seen = new Map<Kind, number>();
+          for (const kind of pattern) {
+            const step = stepOfKind(kind, budget, seen.get(kind) ?? 0, holdMs);
+            seen.set(kind, (seen.get(kind) ?? 0) + 1);
+            if (!step.check(model)) return;
+            await step.run(model, real);
+            ran += 1;
+          }
+          const stop = ownerStopStep(budget, 0);
+          if (model.sessions[0].live && stop.check(model)) await stop.run(model, real);
+        });
+        for (let length = 1; length <= ran; length++) {
+          if (!covered.has(length)) covered.set(length, new Set());
+          covered.get(length)!.add(pattern.slice(0, length).join());
+        }
+        if (message && !failure) failure = { history, message, pattern };
+      }
+    };
+    await Promise.all(Array.from({ length: LANES }, (_, number) => lane(number)));
+    if (next < patterns.length) break;
+  }
+  if (budget.halted && !failure) throw budget.halted;
+  const exploration = { ...finish('systematic', state, budget, 'the systematic phase runs the same patterns every time'), covered: coverageLine(covered) };
+  if (failure) {
+    exploration.failure = failure.message;
+    exploration.counterexample = [
+      `A history of ${failure.history.length} steps breaks the model (systematic phase, pattern ${failure.pattern.join(', ')}; every run tries it):`,
+      ...failure.history.lines,
+      `Found after ${state.histories} histories; ${budget.spent} requests to stop and interact in all.`,
+    ].join('\n');
+  }
+  return exploration;
+}
+
+/** Random histories per round of fast-check: the search checks its budget between rounds. */
+const ROUND = 10;
+
+/** Runs random histories until SEQUENCE_RUNS pass, the budget is spent, or one breaks the model; shrinks and describes that one. */
+export async function exploreHistories(options: ExploreOptions & { seed: number; runs: number }): Promise<Exploration> {
+  const { seed, runs } = options;
   // Loaded here, not with the module: only the worker that runs this rule needs it.
   const fc = await import('fast-check');
-  const budget = new Budget(settings.sequenceBudget, until);
-  const steps = stepsFor(fc, budget, settings.durationToleranceMs);
-  let histories = 0;
+  const budget = new Budget(options.requests, options.until, options.pacer);
+  const state = phaseState();
+  const steps = stepsFor(fc, budget, options.settings.durationToleranceMs);
   let lastFailure: { history: History; message: string } | undefined;
-  const charges: Real['charges'] = [];
-  const examined = { durations: 0, charges: 0 };
   const property = fc.asyncProperty(fc.commands(steps, { maxCommands: 14 }), async (commands) => {
-    histories += 1;
+    if (!budget.affords(2)) return;
     const history = new History();
-    try {
+    const message = await runHistory(options, budget, state, history, async (real) => {
       // Every history begins with session A, so that no step waits for a session to act on.
       const setup = async () => {
         // Room for every session the history may open, taken before it opens any.
-        const model: Model = { sessions: [], capacity: await sessions.reserve(LABELS.length) };
-        const real: Real = { api, sessions, identities, settings, history, charges, examined };
+        const model: Model = { sessions: [], capacity: await real.sessions.reserve(LABELS.length) };
         if (budget.affords(1)) {
           budget.spend(1);
           await provisionInto(model, real);
@@ -351,39 +629,34 @@ export async function exploreHistories({ api, sessions, identities, settings, se
         return { model, real };
       };
       await fc.asyncModelRun(setup, commands);
-    } catch (error) {
-      if (error instanceof RunError) {
-        budget.halted ??= error;
-        return;
-      }
-      // The target's cap on live sessions showed: not a disagreement; the next history keeps under it.
-      if (error instanceof CapReached) return;
-      lastFailure = { history, message: String((error as Error).message) };
-      throw error;
-    } finally {
-      // Every session this history created is stopped before the next one, shrinking included.
-      const problems = await sessions.cleanup(api);
-      if (problems.length) budget.halted ??= new RunError(`Could not stop ${problems.length} session(s) a history created: ${problems.join(', ')}`);
+    });
+    if (message) {
+      lastFailure = { history, message };
+      throw new Error(message);
     }
   });
-  const details = await fc.check(property, { seed, numRuns: runs });
+  // Rounds of a few histories, each with the next seed, until SEQUENCE_RUNS, the budget or the time runs out.
+  let details: { failed: boolean; numShrinks: number } | undefined;
+  for (let round = 0, ran = 0; ran < runs && budget.affords(2) && !details?.failed; round++, ran += ROUND) {
+    details = await fc.check(property, { seed: (seed + round) | 0, numRuns: Math.min(ROUND, runs - ran) });
+  }
   if (budget.halted && !lastFailure) throw budget.halted;
-  const exploration: Exploration = { seed, runs, histories, requests: budget.spent, durationsExamined: examined.durations, chargesExamined: examined.charges, ...(budget.outOfTime ? { stoppedAt: 'half of TEST_TIMEOUT_MS' } : {}) };
-  const unprorated = charges.find((charge) => !charge.declared);
-  const declared = charges.find((charge) => charge.declared);
-  const told = (charge: (typeof charges)[number]) => [`${charge.message}`, `in a history of ${charge.history.length} steps (seed ${seed}):`, ...charge.history.lines].join('\n');
-  if (unprorated) exploration.unproratedCharge = told(unprorated);
-  if (declared) exploration.declaredCharge = { message: told(declared), reason: declared.declared! };
-  if (details.failed && lastFailure) {
+  const exploration = finish(seed, state, budget, `seed ${seed}`);
+  if (details?.failed && lastFailure) {
     const { history, message } = lastFailure;
     exploration.failure = message;
     exploration.counterexample = [
       `A history of ${history.length} steps breaks the model (seed ${seed}; replay with SEQUENCE_SEED=${seed}):`,
       ...history.lines,
-      `Found after ${details.numRuns} histories, shrunk ${details.numShrinks} times; ${budget.spent} requests to stop and interact in all${budget.left <= 0 ? ' (SEQUENCE_BUDGET used up: shrinking stopped there)' : ''}.`,
+      `Found and shrunk ${details.numShrinks} times in ${state.histories} histories; ${budget.spent} requests to stop and interact in all${budget.left <= 0 ? ' (SEQUENCE_BUDGET used up: shrinking stopped there)' : ''}.`,
     ].join('\n');
   }
   return exploration;
+}
+
+/** The pacer of a search: it starts from what the run has learnt of the team's limit in the last minute. */
+export function pacerFor(settings: Settings, team: string): Pacer {
+  return new Pacer(settings.reportsDir ? recentRatePerMinute(settings.reportsDir, team) : undefined);
 }
 
 /**

@@ -43,8 +43,11 @@ export interface Settings {
   reportsDir: string;
   /** Seeds of the sequences rule, each running SEQUENCE_RUNS histories; random when unset. */
   sequenceSeeds?: number[];
+  /** Random histories per seed, and requests to stop and interact in all: Infinity (no cap) against a remote target unless given. */
   sequenceRuns: number;
   sequenceBudget: number;
+  /** How long the sequences rule searches, shrinking included. */
+  sequenceSeconds: number;
   /** The target's cap on each team's live sessions, when stated up front; otherwise the run learns it. */
   sessionCap?: number;
 }
@@ -80,8 +83,9 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'TEST_TIMEOUT_MS', default: '30000 embedded; derived from the budget otherwise', meaning: 'Timeout of one test.' },
   { env: 'RUN_TIMEOUT_MS', default: '600000 embedded; 3600000 otherwise', meaning: 'Timeout of the whole run.' },
   { env: 'SEQUENCE_SEED', default: 'random', meaning: 'Seed of the sequences rule (several, comma-separated, run one after the other); replays a printed counterexample.' },
-  { env: 'SEQUENCE_RUNS', default: '50 embedded; 2 otherwise', meaning: 'Random histories the sequences rule runs per seed.' },
-  { env: 'SEQUENCE_BUDGET', default: '1000 embedded; 20 otherwise', meaning: 'Requests to stop and interact the sequences rule may send per seed, shrinking included.' },
+  { env: 'SEQUENCE_SECONDS', default: '3 embedded; 60 otherwise', meaning: 'How long the sequences rule searches (shrinking included), at the pace the target allows: short histories over one session systematically, then random ones.' },
+  { env: 'SEQUENCE_RUNS', default: '50 embedded; no cap otherwise', meaning: 'Most random histories the sequences rule runs per seed.' },
+  { env: 'SEQUENCE_BUDGET', default: '3000 embedded; no cap otherwise', meaning: 'Most requests to stop and interact the sequences rule sends in all, shrinking included.' },
   { env: 'SESSION_CAP', default: 'learnt', meaning: "The target's cap on each team's live browser sessions, when known. Unset: the run learns it from the first interact refused with 429 while the team's rate limit had room." },
   { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
 ];
@@ -165,8 +169,9 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     strict: flag('STRICT'),
     reportsDir: path.resolve(env.REPORTS_DIR || 'reports'),
     sequenceSeeds,
-    sequenceRuns: integer('SEQUENCE_RUNS', external ? 2 : 50),
-    sequenceBudget: integer('SEQUENCE_BUDGET', external ? 20 : 1000, 10),
+    sequenceRuns: integer('SEQUENCE_RUNS', external ? Infinity : 50),
+    sequenceBudget: integer('SEQUENCE_BUDGET', external ? Infinity : 3000, 10),
+    sequenceSeconds: integer('SEQUENCE_SECONDS', external ? 60 : 3),
     sessionCap: env.SESSION_CAP ? integer('SESSION_CAP', 0, 1) : undefined,
   };
   if (problems.length) throw new ConfigurationError(problems);

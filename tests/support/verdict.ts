@@ -157,6 +157,8 @@ export function renderSummary(summary: Summary): string {
     const rules = [...new Set(summary.notRun.map(ruleOf))];
     lines.push(`  NOT RUN: ${summary.notRun.length} of ${TEST_IDS.length} tests, in rules ${rules.join(', ')}${summary.shard ? ` (merge the shards: npm run verdict -- <summaries>)` : ''}`);
   }
+  const sequences = summary.rules.sequences?.tests.find((test) => test.note?.startsWith('searched '));
+  if (sequences) lines.push(`  SEQUENCES: ${sequences.note}`);
   if (summary.sessionCap) lines.push(`  SESSION CAP: ${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how}); tests took turns under it`);
   if (summary.cost) lines.push(...describeCost(summary.cost).map((line) => `  ${line}`));
   const tally = SEVERITY.map((outcome) => [outcome, count(outcome)] as const).filter(([, n]) => n).map(([outcome, n]) => `${n} ${outcome}`);
