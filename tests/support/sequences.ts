@@ -408,14 +408,18 @@ function stepOfKind(kind: Kind, budget: Budget, occurrence: number, holdMs: numb
 }
 
 /**
- * How much a pattern is likely to tell, from where state machines break: a kind repeated (counters,
- * caches, flags set the first time), above all right after itself; a step after the session's end;
- * time passing, which a clock started or kept at the wrong step needs to show.
+ * How much a pattern is likely to tell, from where state machines break: a request repeated
+ * (counters, caches, flags set the first time), above all right after itself; a step after the
+ * session's end; time passing, which a clock started or kept at the wrong step needs to show (one
+ * hold is enough; a hold is no request, so repeating it tells nothing).
  */
 function telling(pattern: Kind[]): number {
   let score = 0;
-  pattern.forEach((kind, i) => pattern.slice(i + 1).forEach((other, j) => (score += other === kind ? (j === 0 ? 2 : 1) : 0)));
-  if (pattern.some((kind, i) => i > 0 && (pattern[i - 1] === 'ownerStop' || pattern[i - 1] === 'twoStopsAtOnce'))) score += 1;
+  pattern.forEach((kind, i) => {
+    if (kind === 'hold') return;
+    pattern.slice(i + 1).forEach((other, j) => (score += other === kind ? (j === 0 ? 2 : 1) : 0));
+  });
+  if (pattern.some((kind, i) => i > 0 && (pattern[i - 1] === 'ownerStop' || pattern[i - 1] === 'twoStopsAtOnce'))) score += 2;
   if (pattern.includes('hold')) score += 1;
   return score;
 }
@@ -423,19 +427,19 @@ function telling(pattern: Kind[]): number {
 const requestsOf = (pattern: Kind[]) => pattern.reduce((sum, kind) => sum + KINDS[kind], 0);
 
 /**
- * Every pattern of `depth` kinds, in the order the systematic phase runs them. Each step is checked
- * as it runs, so a history covers every prefix of its pattern: at depth 3, the patterns that end in
- * an owner's stop come first, and cover every pattern of 2 steps followed by a stop (those of 1 step
- * too); then the rest, most telling and cheapest first. Beyond depth 3, those ending in an owner's
- * stop are skipped: each history ends with one anyway.
+ * Every pattern of `depth` kinds, in the order the systematic phase runs them: most telling first,
+ * then cheapest. Each step is checked as it runs, so a history covers every prefix of its pattern
+ * (and a pattern that ends in an owner's stop, its prefix followed by a stop): 3-step patterns
+ * cover every shorter one. Beyond depth 3, those ending in an owner's stop are skipped: each
+ * history ends with one anyway.
  */
 export function patternsOfDepth(depth: number): Kind[][] {
   let patterns: Kind[][] = [[]];
   for (let i = 0; i < depth; i++) patterns = patterns.flatMap((pattern) => KIND_NAMES.map((kind) => [...pattern, kind]));
-  const order = (a: Kind[], b: Kind[]) => telling(b) - telling(a) || requestsOf(a) - requestsOf(b);
-  const endsInStop = (pattern: Kind[]) => pattern.at(-1) === 'ownerStop';
-  const covering = depth <= 3 ? patterns.filter(endsInStop).sort((a, b) => order(a.slice(0, -1), b.slice(0, -1))) : [];
-  return [...covering, ...patterns.filter((pattern) => !endsInStop(pattern)).sort(order)];
+  const holds = (pattern: Kind[]) => pattern.filter((kind) => kind === 'hold').length;
+  const order = (a: Kind[], b: Kind[]) => telling(b) - telling(a) || requestsOf(a) - requestsOf(b) || holds(a) - holds(b);
+  if (depth > 3) return patterns.filter((pattern) => pattern.at(-1) !== 'ownerStop').sort(order);
+  return patterns.sort(order);
 }
 
 /** What the systematic phase covered: for each length, the share of its patterns some history ran whole, from a fresh session. */
