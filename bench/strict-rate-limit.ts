@@ -6,7 +6,8 @@
  * docs/performance.md. Options: `--burst-team`, a third team's key (BURST_API_KEY), so that the
  * burst runs beside the other tests; `--production`, a target that bills whole credits and takes
  * any scheme word, as the hosted service does, run with its known-deviations file; `--cap N`, a cap
- * of N live sessions per team.
+ * of N live sessions per team; `--sequence-seconds N`, the sequences rule's SEQUENCE_SECONDS (60 by
+ * default), to measure what its search adds to the run.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -24,6 +25,8 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
   const lines: string[] = [];
   const production = option('--production');
   const cap = option('--cap') ? Number(process.argv[process.argv.indexOf('--cap') + 1]) : undefined;
+  // The sequences rule's time budget: its default (60 s) unless given, to measure what it adds to the run.
+  const sequenceSeconds = option('--sequence-seconds') ? process.argv[process.argv.indexOf('--sequence-seconds') + 1] : '';
   const server = await createReferenceServer({
     rateLimit: { limit: 10, windowMs: 60_000 },
     log: (line) => lines.push(line),
@@ -38,7 +41,7 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
   const reports = mkdtempSync(path.join(os.tmpdir(), 'strict-'));
   const started = performance.now();
   const { code, log } = await runCommand(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', '--no-allure'], isolatedEnv({
-    BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: '30', ...(burstTeam ? { BURST_API_KEY: burst.keys[0] } : {}), REPORTS_DIR: reports,
+    BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: '30', SEQUENCE_SECONDS: sequenceSeconds, ...(burstTeam ? { BURST_API_KEY: burst.keys[0] } : {}), REPORTS_DIR: reports,
     ...(production ? { KNOWN_DEVIATIONS: path.join(ROOT, 'fixtures', 'known-deviations', 'firecrawl-production.json') } : {}),
   }));
   const minutes = +((performance.now() - started) / 60_000).toFixed(1);
@@ -62,7 +65,7 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
   } catch {
     // first run
   }
-  bench[['strictLimit', burstTeam && 'BurstTeam', production && 'Production', cap && `Cap${cap}`].filter(Boolean).join('')] = figures;
+  bench[['strictLimit', burstTeam && 'BurstTeam', production && 'Production', cap && `Cap${cap}`, sequenceSeconds && `Sequences${sequenceSeconds}s`].filter(Boolean).join('')] = figures;
   writeFileSync(file, JSON.stringify(bench, null, 2));
   writeFileSync(path.join(ROOT, 'docs', 'performance.md'), renderPerformance(bench));
   process.exit(code);
