@@ -184,7 +184,7 @@ async function sequences() {
       const reports = mkdtempSync(path.join(os.tmpdir(), 'bench-sequences-'));
       const started = performance.now();
       try {
-        const run = await runCommand(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), '--no-allure', '--rule', 'sequences'], isolatedEnv({ BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], ALLOW_INSECURE_HTTP: '1', SEQUENCE_SEED: job.seed, SEQUENCE_SECONDS: '', REPORTS_DIR: reports }));
+        const run = await runCommand(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), '--no-allure', '--rule', 'sequences'], isolatedEnv({ BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], ALLOW_INSECURE_HTTP: '1', SEQUENCE_SEED: job.seed, SEQUENCE_SECONDS: '', SEQUENCE_BUDGET: '', REPORTS_DIR: reports }));
         seconds.get(job.variant.name)!.push(+((performance.now() - started) / 1000).toFixed(1));
         const summary = JSON.parse(readFileSync(path.join(reports, 'conformance-summary.json'), 'utf8'));
         const test = summary.rules.sequences.tests[0];

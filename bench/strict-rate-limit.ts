@@ -41,7 +41,7 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
   const reports = mkdtempSync(path.join(os.tmpdir(), 'strict-'));
   const started = performance.now();
   const { code, log } = await runCommand(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', '--no-allure'], isolatedEnv({
-    BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: '30', SEQUENCE_SECONDS: sequenceSeconds, ...(burstTeam ? { BURST_API_KEY: burst.keys[0] } : {}), REPORTS_DIR: reports,
+    BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: '30', SEQUENCE_SECONDS: sequenceSeconds, SEQUENCE_BUDGET: '', ...(burstTeam ? { BURST_API_KEY: burst.keys[0] } : {}), REPORTS_DIR: reports,
     ...(production ? { KNOWN_DEVIATIONS: path.join(ROOT, 'fixtures', 'known-deviations', 'firecrawl-production.json') } : {}),
   }));
   const minutes = +((performance.now() - started) / 60_000).toFixed(1);

@@ -254,7 +254,7 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     const caught = async (variant: (typeof orderFaults)[number]) => {
       const { server, env } = await external(variant.options.behaviour, { limit: 50, windowMs: 1000 });
       try {
-        const run = await conformance(['--rule', 'sequences'], { ...env, SEQUENCE_SECONDS: '' });
+        const run = await conformance(['--rule', 'sequences'], { ...env, SEQUENCE_SECONDS: '', SEQUENCE_BUDGET: '' });
         const test = run.summary!.rules.sequences.tests[0];
         assert.equal(test.outcome, 'fail', `${variant.name}: ${test.note}\n${run.log.slice(-2000)}`);
         const steps = Number(/A history of (\d+) steps breaks the model/.exec(run.log)?.[1]);

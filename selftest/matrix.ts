@@ -50,8 +50,8 @@ export function isolatedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   for (const name of Object.keys(env)) {
     if (/^(BASE_URL|API_KEY|FOREIGN_API_KEY|BURST_API_KEY|KNOWN_DEVIATIONS|STRICT|REPORTS_DIR|CI|SEQUENCE_.*|CONFORMANCE_EMBEDDED_URL)$/.test(name)) delete env[name];
   }
-  // Against external targets too, the sequences rule searches as long as embedded: a test that needs its default passes ''.
-  return { ...env, SEQUENCE_SECONDS: '3', ...extra };
+  // Against external targets too, the sequences rule searches as against the embedded reference: a test that needs the defaults passes ''.
+  return { ...env, SEQUENCE_SECONDS: '10', SEQUENCE_BUDGET: '300', ...extra };
 }
 
 export function runCommand(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Promise<{ code: number; log: string }> {
@@ -70,7 +70,7 @@ export function runCommand(command: string, args: string[], env: NodeJS.ProcessE
  * seconds shows) and one over two (a rate off by half shows), the default 2 s scrape gap (a clock
  * started at the scrape shows in the credits alone), and a fixed seed for the sequences rule.
  */
-const MATRIX_SETTINGS = { BILLING_HOLDS_MS: '450,850,2250', SEQUENCE_SEED: '1', SEQUENCE_BUDGET: '800', BURST_PROOF_RATE: String(3 * 40), BURST_CONCURRENCY: '50', TEST_TIMEOUT_MS: '90000' };
+const MATRIX_SETTINGS = { BILLING_HOLDS_MS: '450,850,2250', SEQUENCE_SEED: '1', SEQUENCE_BUDGET: '400', BURST_PROOF_RATE: String(3 * 40), BURST_CONCURRENCY: '50', TEST_TIMEOUT_MS: '90000' };
 
 /**
  * Every variant's limit, unless it brings its own: 150 a second per team, and the burst team's

@@ -83,9 +83,9 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'TEST_TIMEOUT_MS', default: '30000 embedded; derived from the budget otherwise', meaning: 'Timeout of one test.' },
   { env: 'RUN_TIMEOUT_MS', default: '600000 embedded; 3600000 otherwise', meaning: 'Timeout of the whole run.' },
   { env: 'SEQUENCE_SEED', default: 'random', meaning: 'Seed of the sequences rule (several, comma-separated, run one after the other); replays a printed counterexample.' },
-  { env: 'SEQUENCE_SECONDS', default: '3 embedded; 60 otherwise', meaning: 'How long the sequences rule searches (shrinking included), at the pace the target allows: short histories over one session systematically, then random ones.' },
+  { env: 'SEQUENCE_SECONDS', default: '10 embedded (its budget of requests ends it first); 60 otherwise', meaning: 'How long the sequences rule searches (shrinking included), at the pace the target allows: short histories over one session systematically, then random ones.' },
   { env: 'SEQUENCE_RUNS', default: '50 embedded; no cap otherwise', meaning: 'Most random histories the sequences rule runs per seed.' },
-  { env: 'SEQUENCE_BUDGET', default: '3000 embedded; no cap otherwise', meaning: 'Most requests to stop and interact the sequences rule sends in all, shrinking included.' },
+  { env: 'SEQUENCE_BUDGET', default: '300 embedded; no cap otherwise', meaning: 'Most requests to stop and interact the sequences rule sends in all, shrinking included.' },
   { env: 'SESSION_CAP', default: 'learnt', meaning: "The target's cap on each team's live browser sessions, when known. Unset: the run learns it from the first interact refused with 429 while the team's rate limit had room." },
   { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
 ];
@@ -170,8 +170,8 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     reportsDir: path.resolve(env.REPORTS_DIR || 'reports'),
     sequenceSeeds,
     sequenceRuns: integer('SEQUENCE_RUNS', external ? Infinity : 50),
-    sequenceBudget: integer('SEQUENCE_BUDGET', external ? Infinity : 3000, 10),
-    sequenceSeconds: integer('SEQUENCE_SECONDS', external ? 60 : 3),
+    sequenceBudget: integer('SEQUENCE_BUDGET', external ? Infinity : 300, 10),
+    sequenceSeconds: integer('SEQUENCE_SECONDS', external ? 60 : 10),
     sessionCap: env.SESSION_CAP ? integer('SESSION_CAP', 0, 1) : undefined,
   };
   if (problems.length) throw new ConfigurationError(problems);
