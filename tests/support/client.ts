@@ -193,7 +193,8 @@ export async function exchange(url: string, { method, headers, data, timeoutMs, 
       request = agent
         ? (secure ? https : http).request({ ...options, host, port, servername: net.isIP(host) ? undefined : host, agent }, onResponse)
         : http.request({ ...options, createConnection: () => socket! }, onResponse);
-      request.on('error', (error) => reject(failure ?? error));
+      // A kept-alive connection the server closed just as it was reused: the request never reached it.
+      request.on('error', (error) => reject(failure ?? Object.assign(error, { reusedSocket: request?.reusedSocket === true })));
       // Deferred: a complete answer's 'end' always comes first, and settles the promise.
       (socket ?? request).on('close', () => setImmediate(() => reject(failure ?? new RunError('the connection closed before the answer was complete'))));
       sentAt = performance.now();
@@ -334,8 +335,10 @@ export function createClient(options: ClientOptions) {
 async function sendOnce({ target, settings }: ClientOptions, signal: AbortSignal, { method, path, as, data }: SendOptions, attempts: number, agent?: http.Agent): Promise<Answer> {
   const headers: Record<string, string> = as.authorization === undefined ? {} : { authorization: as.authorization };
   let raw: RawAnswer;
+  const send = () => exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent });
   try {
-    raw = await exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent });
+    // Sent again once, on a new connection, when the kept-alive one it reused was reset before any answer (Node's documented race).
+    raw = await send().catch((error) => ((error as { reusedSocket?: boolean }).reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET' ? send() : Promise.reject(error)));
   } catch (error) {
     const reason = error instanceof RunError ? error.message : (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);
