@@ -117,6 +117,38 @@ test('a cancelled client ends its request and its back-off wait at once', async 
   }
 });
 
+test('a pooled request whose kept-alive connection is reset before any answer is sent once more on a new one, and only then', async () => {
+  // The second request on each connection is dropped unanswered, as a server closing an idle kept-alive socket does.
+  const served = new WeakMap<object, number>();
+  let received = 0;
+  const server = await serve((req, res) => {
+    received += 1;
+    const count = (served.get(req.socket) ?? 0) + 1;
+    served.set(req.socket, count);
+    if (count === 2) req.socket.destroy();
+    else res.writeHead(404, { 'content-type': 'application/json' }).end('{}');
+  });
+  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 0 } });
+  try {
+    const send = (pooled: boolean) => client.send({ method: 'DELETE', path: '/x', as: { name: 'tester' }, pooled, attach: false });
+    assert.equal((await send(true)).status, 404);
+    assert.equal((await send(true)).status, 404, 'the reset reused connection is retried on a new one');
+    assert.equal(received, 3);
+    // Each unpooled request has a connection of its own: a reset there is not the keep-alive race, and fails.
+    const fresh = await serve((req) => req.socket.destroy());
+    const unpooled = createClient({ target: { baseURL: fresh.url, embedded: true }, settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 0 } });
+    try {
+      await assert.rejects(unpooled.send({ method: 'DELETE', path: '/x', as: { name: 'tester' }, attach: false }), /failed/);
+    } finally {
+      unpooled.cancel();
+      fresh.close();
+    }
+  } finally {
+    client.cancel();
+    server.close();
+  }
+});
+
 test('Retry-After: honoured when it means a wait, never below a growing floor, and no tight loop on zero, negative, garbage or past values', () => {
   assert.equal(retryDelayMs(1, '3'), 3000);
   assert.equal(retryDelayMs(1, new Date(Date.now() + 5_000).toUTCString()) > 3_000, true);
