@@ -10,6 +10,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { mkdtempSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createClient, exchange, retryDelayMs, type Client } from '../tests/support/client';
@@ -317,4 +318,35 @@ test('in the ledger, only a stop by the team that created a job ends it', () => 
   ledger.ended({ target, jobId: 'job-a', identity: 'burst team', status: 200 });
   assert.deepEqual(ledger.open(), []);
   assert.equal(ledger.endedHere(target, 'job-a', 'burst team'), true);
+});
+
+test('in the ledger, the sessions that may have been live while an interact was refused: what the target held then at most, and no more', async () => {
+  const ledger = new Ledger(path.join(mkdtempSync(path.join(os.tmpdir(), 'ledger-')), 'ledger.jsonl'));
+  const target = 'http://127.0.0.1:1';
+  const event = (jobId: string, what: 'opening' | 'live' | 'not-opened' | 'ended', identity = 'owner team') =>
+    what === 'ended' ? ledger.ended({ target, jobId, identity, status: 200 }) : ledger.session(what, { target, jobId, identity });
+  const tick = () => sleep(5);
+  for (const jobId of ['held', 'stopped-before', 'stopping', 'waiting', 'refused-meanwhile', 'refused-one', 'other-team']) ledger.created({ target, embedded: false, jobId, identity: 'owner team' });
+  for (const jobId of ['held', 'stopped-before', 'stopping']) (event(jobId, 'opening'), event(jobId, 'live'));
+  event('other-team', 'opening', 'burst team');
+  event('other-team', 'live', 'burst team');
+  // An interact waiting out a 429: its attempt opened nothing, and its wait holds nothing.
+  event('waiting', 'opening');
+  event('waiting', 'not-opened');
+  event('stopped-before', 'ended');
+  await tick();
+  const sentAt = Date.now() + 1;
+  await tick();
+  event('stopping', 'ended');
+  event('pending', 'opening');
+  event('refused-meanwhile', 'opening');
+  event('refused-meanwhile', 'not-opened');
+  const receivedAt = Date.now();
+  await tick();
+  event('waiting', 'opening');
+  event('waiting', 'live');
+  assert.deepEqual(ledger.possiblyLive(target, 'owner team', 'refused-one', sentAt, receivedAt), { count: 3, pending: 1 }, 'held, stopping (its stop may come after), and pending');
+  event('pending', 'not-opened');
+  assert.deepEqual(ledger.possiblyLive(target, 'owner team', 'refused-one', sentAt, receivedAt), { count: 2, pending: 0 });
+  assert.deepEqual(ledger.possiblyLive(target, 'owner team', 'held', sentAt, receivedAt), { count: 1, pending: 0 }, 'the refused one itself is not counted');
 });

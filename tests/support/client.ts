@@ -66,7 +66,9 @@ export interface SendOptions {
   /** On a kept-alive connection of the client's pool: for the burst, whose timing bounds nothing. */
   pooled?: boolean;
   /** Asked after a 429, before backing off: `true` ends the retries, and the 429 is the answer. */
-  giveUpOn429?: (attempt: number) => Promise<boolean>;
+  giveUpOn429?: (attempt: number, answer: Answer) => Promise<boolean>;
+  /** Called just before each attempt is sent. */
+  onAttempt?: () => void;
 }
 
 /** A request that has waited this long for a rate limit says so, once. */
@@ -281,6 +283,7 @@ export function createClient(options: ClientOptions) {
           await spell?.enter(spellDeadline, signal).catch(cancelled("waiting for another worker's burst"));
           let answer: Answer;
           try {
+            request.onAttempt?.();
             answer = await sendOnce(options, signal, request, attempts, request.pooled ? poolOf() : undefined);
           } finally {
             spell?.leave();
@@ -294,7 +297,7 @@ export function createClient(options: ClientOptions) {
             );
           }
           if (answer.status === 429 && on429 !== 'once' && !giveUp) {
-            if (await request.giveUpOn429?.(attempts)) {
+            if (await request.giveUpOn429?.(attempts, answer)) {
               await record(options, answer, request);
               return answer;
             }

@@ -54,18 +54,55 @@ export class Ledger {
     return open.filter((entry) => entry.target === target && entry.identity === identity && entry.jobId !== except && live.has(`${entry.target} ${entry.jobId}`)).length;
   }
 
+  /**
+   * The run's sessions of `identity` that may have been live at the target at some moment between
+   * `sentAt` and `receivedAt` (epoch ms), `except` one job: an interact that would open one was sent
+   * before `receivedAt`, did not fail to open it, and no owner's stop had ended it before `sentAt`.
+   * An upper bound on what the target held then, as far as the run knows; `pending` of them are
+   * interacts not answered yet (counted: they may have opened a session).
+   */
+  possiblyLive(target: string, identity: string, except: string, sentAt: number, receivedAt: number): { count: number; pending: number } {
+    // Ledger times are whole milliseconds, cut down: compare whole milliseconds, and keep every doubt on the side of "live".
+    const [sent, received] = [Math.floor(sentAt), Math.ceil(receivedAt)];
+    const episodes = new Map<string, { openedAt: number; outcome?: 'live' | 'not-opened'; endedAt?: number }[]>();
+    for (const entry of this.entries()) {
+      if (entry.target !== target || entry.jobId === except || entry.identity !== identity) continue;
+      const at = Date.parse(entry.at);
+      const list = episodes.get(entry.jobId) ?? [];
+      episodes.set(entry.jobId, list);
+      const last = list.at(-1);
+      if (entry.event === 'opening') list.push({ openedAt: at });
+      // A session opened by an interact on a job already stopped: sent at some time before this line.
+      else if (entry.event === 'live' && (!last || last.endedAt !== undefined || last.outcome)) list.push({ openedAt: -Infinity, outcome: 'live' });
+      else if ((entry.event === 'live' || entry.event === 'not-opened') && last) last.outcome = entry.event;
+      else if (entry.event === 'ended' && last && last.endedAt === undefined) last.endedAt = at;
+    }
+    let count = 0;
+    let pending = 0;
+    for (const list of episodes.values()) {
+      const live = list.filter((e) => e.openedAt <= received && e.outcome !== 'not-opened' && !(e.endedAt !== undefined && e.endedAt < sent));
+      if (!live.length) continue;
+      count++;
+      if (live.every((e) => e.outcome === undefined)) pending++;
+    }
+    return { count, pending };
+  }
+
+  private entries(): LedgerEntry[] {
+    if (!existsSync(this.file)) return [];
+    return readFileSync(this.file, 'utf8').split('\n').flatMap((line) => {
+      try {
+        return line.trim() ? [JSON.parse(line) as LedgerEntry] : [];
+      } catch {
+        return []; // a line cut short by a killed process
+      }
+    });
+  }
+
   private read() {
     const open = new Map<string, Extract<LedgerEntry, { event: 'created' }>>();
     const live = new Set<string>();
-    if (!existsSync(this.file)) return { open: [], live };
-    for (const line of readFileSync(this.file, 'utf8').split('\n')) {
-      if (!line.trim()) continue;
-      let entry: LedgerEntry;
-      try {
-        entry = JSON.parse(line);
-      } catch {
-        continue; // a line cut short by a killed process
-      }
+    for (const entry of this.entries()) {
       const key = `${entry.target} ${entry.jobId}`;
       if (entry.event === 'created') (open.set(key, entry), live.delete(key));
       else if (entry.event === 'live' || entry.event === 'opening') live.add(key);

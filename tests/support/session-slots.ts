@@ -4,9 +4,10 @@
  * sessions at once, all together: so that no test holds a session while it waits for another it
  * cannot get. Slots are unbounded until the cap is known: stated up front (SESSION_CAP), or learnt
  * when an interact that would open a session is refused with 429 while the team's limiter has room
- * (a stop of an unknown job just after it is not refused): the cap is then the sessions the run
- * holds live for that team. A folder per target and team under `<reports>/.sessions/`; files of
- * processes that ended are ignored.
+ * (a stop of an unknown job just after it is not refused): the cap is then at most the sessions the
+ * run may have held live for that team while it was refused (the ledger's times; the fewest any
+ * refusal shows). A folder per target and team under `<reports>/.sessions/`; files of processes
+ * that ended are ignored.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -78,7 +79,7 @@ export class SessionSlots {
     for (const name of this.held.splice(0)) rmSync(path.join(this.dir, name), { force: true });
   }
 
-  /** What a 429 to an interact that would open a session, with the limiter's room shown, teaches: the cap is the sessions live now. */
+  /** What a 429 to an interact that would open a session, with the limiter's room shown, teaches: the cap is at most `live`. */
   learn(live: number): number {
     return this.locked(() => {
       const cap = Math.min(live, this.cap() ?? Infinity);

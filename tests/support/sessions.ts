@@ -55,7 +55,7 @@ export class CapReached extends Error {
 export interface SessionsOptions {
   api: Client;
   identities: Identities;
-  settings: Pick<Settings, 'scrapeUrl' | 'reportsDir' | 'sessionCap' | 'backoffBudgetMs'>;
+  settings: Pick<Settings, 'scrapeUrl' | 'reportsDir' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs'>;
   ledger: Ledger;
   testId?: string;
   signal?: AbortSignal;
@@ -221,24 +221,42 @@ export class Sessions {
 
   /**
    * For the 429s of one interact that would open a session on `jobId`: whether they show the target's
-   * cap on live sessions. A cap refuses the same interact again; a rate limit whose window just
-   * turned does not: the cap shows when two 429s in a row each had the limit's room beside them and
-   * the run had other sessions of the team live or opening (`live`, the most seen).
+   * cap on live sessions, and which (`cap`). A cap refuses the same interact again; a rate limit whose
+   * window just turned does not: the cap shows when two 429s in a row each had the limit's room
+   * beside them while the run may have held other sessions of the team live.
    */
-  private capShows(owner: Identity, jobId: string): ((attempt: number) => Promise<boolean>) & { live: number } {
+  private capShows(owner: Identity, jobId: string): ((attempt: number, answer: Answer) => Promise<boolean>) & { cap?: number } {
     const { api, ledger } = this.options;
-    let roomBefore = false;
-    const shows = Object.assign(
-      async (attempt: number) => {
-        shows.live = Math.max(shows.live, ledger.liveSessions(api.target.baseURL, owner.name, jobId));
-        const room = shows.live > 0 && (roomBefore || (attempt & (attempt - 1)) === 0) && (await this.limitHasRoom(owner));
-        const shown = room && roomBefore;
-        roomBefore = room;
-        return shown;
-      },
-      { live: 0 },
-    );
+    const refusals: { sentAt: number; receivedAt: number }[] = [];
+    const shows = Object.assign(async (attempt: number, answer: Answer) => {
+      const others = ledger.liveSessions(api.target.baseURL, owner.name, jobId) > 0;
+      const room = others && (refusals.length > 0 || (attempt & (attempt - 1)) === 0) && (await this.limitHasRoom(owner));
+      if (!room) {
+        refusals.length = 0;
+        return false;
+      }
+      refusals.push({ sentAt: performance.timeOrigin + answer.sentAt, receivedAt: performance.timeOrigin + answer.receivedAt });
+      if (refusals.length < 2) return false;
+      shows.cap = await this.capOf(owner, jobId, refusals.slice(-2));
+      return shows.cap > 0;
+    }, { cap: undefined as number | undefined });
     return shows;
+  }
+
+  /**
+   * The cap that refusals of an interact on `jobId` show: at most the sessions of the team the run
+   * may have held live while each was refused (the fewest of them). Interacts of other tests still
+   * in flight are waited for, up to a request's timeout: one that opens nothing is not counted.
+   */
+  private async capOf(owner: Identity, jobId: string, refusals: { sentAt: number; receivedAt: number }[]): Promise<number> {
+    const { api, ledger, settings } = this.options;
+    const until = performance.now() + settings.requestTimeoutMs;
+    let counts = refusals.map((r) => ledger.possiblyLive(api.target.baseURL, owner.name, jobId, r.sentAt, r.receivedAt));
+    while (counts.some((c) => c.pending > 0) && performance.now() < until) {
+      await sleep(50, undefined, { signal: api.signal });
+      counts = refusals.map((r) => ledger.possiblyLive(api.target.baseURL, owner.name, jobId, r.sentAt, r.receivedAt));
+    }
+    return Math.min(...counts.map((c) => c.count));
   }
 
   /**
@@ -269,17 +287,18 @@ export class Sessions {
     const { api, ledger } = this.options;
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
-    // The run's other sessions of the team, live or opening, at the most any 429 of this interact saw
-    // (read only on a 429: the ledger of a long run is long).
+    // Each attempt is 'opening' while in flight; a 429 opened nothing, and the wait before the next one holds nothing.
     const entry = { target: api.target.baseURL, jobId, identity: owner.name };
     const capShows = this.capShows(owner, jobId);
-    ledger.session('opening', entry);
-    const interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: capShows }).catch((error) => {
-      ledger.session('not-opened', entry);
-      throw error;
-    });
+    const refused = (attempt: number, answer: Answer) => (ledger.session('not-opened', entry), capShows(attempt, answer));
+    const interact = await api
+      .send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: refused, onAttempt: () => ledger.session('opening', entry) })
+      .catch((error) => {
+        ledger.session('not-opened', entry);
+        throw error;
+      });
     ledger.session(interact.status === 200 ? 'live' : 'not-opened', entry);
-    if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(capShows.live));
+    if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(capShows.cap!));
     if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
