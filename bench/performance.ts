@@ -41,6 +41,11 @@ export function renderPerformance(bench: Bench): string {
       for (const [name, history] of shortest) lines.push('', `${name}:`, '', '```', history, '```');
     }
   }
+  if (bench.caps) {
+    lines.push('', "## Against targets that cap each team's live sessions (`npm run bench caps`)", '', `${bench.caps.target}.`, '');
+    lines.push('| Cap | Verdict | Median wall (s) | Ratio to no cap | Cap the runs learnt |', '| - | - | - | - | - |');
+    for (const [cap, figure] of Object.entries(bench.caps.byCap) as [string, Bench][]) lines.push(row([cap, figure.verdicts.join(', '), figure.medianSeconds, figure.ratio, figure.learnt.join(', ')]));
+  }
   const strictRuns = Object.entries(bench).filter(([name]) => name.startsWith('strictLimit')) as [string, Bench][];
   if (strictRuns.length) {
     lines.push('', '## Against a target of 10 stop/interact requests per minute per team (`npm run bench:strict-limit`)', '');

@@ -12,6 +12,8 @@
  *   sequences   how often the sequences rule, with its defaults, catches each order-only fault
  *               served as an external target at 50 requests a second, over ten seeds  goal >= 9 of 10
  *   throughput  reference throughput / a bare node:http server's, 404 and 401 paths         goal >= 0.8
+ *   caps        the whole command against targets that cap each team's live sessions at 1, 2 and 4,
+ *               wall time / the same target without a cap; the cap the run learnt must be the cap
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -22,10 +24,10 @@ import autocannon from 'autocannon';
 import { createReferenceServer, loadTeams } from '../reference/server';
 import { readSettings } from '../tests/support/settings';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand, runMatrix } from '../selftest/matrix';
-import { durationOffBy, orderFaults, rarerOrderFaults, type Variant } from '../selftest/variants';
+import { capsSessions, durationOffBy, orderFaults, rarerOrderFaults, type Variant } from '../selftest/variants';
 import { renderPerformance } from './performance';
 
-const [owner, foreign] = loadTeams();
+const [owner, foreign, burstTeam] = loadTeams();
 const UUID = '3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b';
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
@@ -116,6 +118,41 @@ async function command() {
   const seconds = median(runs.map((run) => run.seconds));
   const phases = Object.fromEntries(Object.keys(runs[0].phases).map((phase) => [phase, +median(runs.map((run) => run.phases[phase])).toFixed(2)]));
   return { seconds: +seconds.toFixed(2), runsSeconds: runs.map((run) => +run.seconds.toFixed(2)), phases, emptyTestSeconds: +median(floors).toFixed(2), floorSeconds: +floor.toFixed(2), ratio: +(seconds / floor).toFixed(2), goal: '<= 2 and under 10 s' };
+}
+
+/**
+ * The whole command (no Allure) against the reference served as an external target with three
+ * keys, without a cap and with caps of 1, 2 and 4 live sessions per team (429 without Retry-After
+ * beyond), in rounds so that each cap meets the same machine: verdict, median wall time, its ratio
+ * to the uncapped target's, and the cap each run learnt.
+ */
+async function caps() {
+  const caps = [0, 1, 2, 4];
+  const runs = new Map(caps.map((cap) => [cap, [] as { seconds: number; code: number; verdict: string; learnt?: number }[]]));
+  for (let round = 0; round < 3; round++) {
+    for (const cap of caps) {
+      const server = await createReferenceServer(cap ? capsSessions(cap, false) : {});
+      const reports = mkdtempSync(path.join(os.tmpdir(), 'bench-caps-'));
+      const started = performance.now();
+      try {
+        const { code } = await runCommand(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', '--no-allure'], isolatedEnv({ BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_API_KEY: burstTeam.keys[0], REPORTS_DIR: reports }));
+        const summary = JSON.parse(readFileSync(path.join(reports, 'conformance-summary.json'), 'utf8'));
+        runs.get(cap)!.push({ seconds: (performance.now() - started) / 1000, code, verdict: summary.verdict, learnt: summary.sessionCap?.cap });
+        if (server.activeSessions().length) throw new Error(`a cap of ${cap}: ${server.activeSessions().length} sessions left running`);
+      } finally {
+        await server.close();
+      }
+    }
+  }
+  const uncapped = median(runs.get(0)!.map((run) => run.seconds));
+  return {
+    target: 'the reference as an external target, three keys; beyond the cap, 429 without Retry-After; 3 rounds',
+    byCap: Object.fromEntries(caps.map((cap) => {
+      const list = runs.get(cap)!;
+      const seconds = median(list.map((run) => run.seconds));
+      return [cap || 'none', { verdicts: [...new Set(list.map((run) => `${run.verdict} (exit ${run.code})`))], medianSeconds: +seconds.toFixed(1), ratio: +(seconds / uncapped).toFixed(2), learnt: list.map((run) => run.learnt ?? 'none') }];
+    })),
+  };
 }
 
 async function burst() {
@@ -254,7 +291,7 @@ async function throughput() {
     // first run
   }
   Object.assign(bench, { date: new Date().toISOString().slice(0, 10), cores: os.cpus().length, node: process.version });
-  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['sequences', sequences], ['suite', suiteOverhead], ['command', command]];
+  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['sequences', sequences], ['suite', suiteOverhead], ['command', command], ['caps', caps]];
   for (const [name, run] of parts) {
     if (only && only !== name) continue;
     bench[name] = await run();
