@@ -44,7 +44,8 @@ export function renderPerformance(bench: Bench): string {
   if (bench.caps) {
     lines.push('', "## Against targets that cap each team's live sessions (`npm run bench caps`)", '', `${bench.caps.target}.`, '');
     lines.push('| Cap | Verdict | Median wall (s) | Ratio to no cap | Cap the runs learnt |', '| - | - | - | - | - |');
-    for (const [cap, figure] of Object.entries(bench.caps.byCap) as [string, Bench][]) lines.push(row([cap, figure.verdicts.join(', '), figure.medianSeconds, figure.ratio, figure.learnt.join(', ')]));
+    const byCap = (Object.entries(bench.caps.byCap) as [string, Bench][]).sort(([a], [b]) => (a === 'none' ? -1 : b === 'none' ? 1 : Number(a) - Number(b)));
+    for (const [cap, figure] of byCap) lines.push(row([cap, figure.verdicts.join(', '), figure.medianSeconds, figure.ratio, figure.learnt.join(', ')]));
   }
   const strictRuns = Object.entries(bench).filter(([name]) => name.startsWith('strictLimit')) as [string, Bench][];
   if (strictRuns.length) {

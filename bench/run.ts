@@ -13,7 +13,7 @@
  *               served as an external target at 50 requests a second, over ten seeds  goal >= 9 of 10
  *   throughput  reference throughput / a bare node:http server's, 404 and 401 paths         goal >= 0.8
  *   caps        the whole command against targets that cap each team's live sessions at 1, 2 and 4,
- *               wall time / the same target without a cap; the cap the run learnt must be the cap
+ *               wall time / the same target without a cap, and the cap each run learnt
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';

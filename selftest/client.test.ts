@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -323,11 +323,11 @@ test('in the ledger, only a stop by the team that created a job ends it', () => 
 test('in the ledger, the sessions that may have been live while an interact was refused: what the target held then at most, and no more', async () => {
   const ledger = new Ledger(path.join(mkdtempSync(path.join(os.tmpdir(), 'ledger-')), 'ledger.jsonl'));
   const target = 'http://127.0.0.1:1';
-  const event = (jobId: string, what: 'opening' | 'live' | 'not-opened' | 'ended', identity = 'owner team') =>
+  const event = (jobId: string, what: 'opening' | 'live' | 'not-opened' | 'maybe-open' | 'ended', identity = 'owner team') =>
     what === 'ended' ? ledger.ended({ target, jobId, identity, status: 200 }) : ledger.session(what, { target, jobId, identity });
   const tick = () => sleep(5);
-  for (const jobId of ['held', 'stopped-before', 'stopping', 'waiting', 'refused-meanwhile', 'refused-one', 'other-team']) ledger.created({ target, embedded: false, jobId, identity: 'owner team' });
-  for (const jobId of ['held', 'stopped-before', 'stopping']) (event(jobId, 'opening'), event(jobId, 'live'));
+  for (const jobId of ['held', 'stopped-before', 'stopping', 'waiting', 'refused-meanwhile', 'refused-one', 'other-team', 'reopened']) ledger.created({ target, embedded: false, jobId, identity: 'owner team' });
+  for (const jobId of ['held', 'stopped-before', 'stopping', 'reopened']) (event(jobId, 'opening'), event(jobId, 'live'));
   event('other-team', 'opening', 'burst team');
   event('other-team', 'live', 'burst team');
   // An interact waiting out a 429: its attempt opened nothing, and its wait holds nothing.
@@ -335,7 +335,20 @@ test('in the ledger, the sessions that may have been live while an interact was 
   event('waiting', 'not-opened');
   event('stopped-before', 'ended');
   await tick();
-  const sentAt = Date.now() + 1;
+  // Another team's stop ends nothing of the owner's.
+  event('held', 'ended', 'burst team');
+  // An interact that timed out may have opened a session: it counts until its owner's stop.
+  event('timed-out', 'opening');
+  event('timed-out', 'maybe-open');
+  // Stopped, then opened again by an interact on the stopped job.
+  event('reopened', 'ended');
+  event('reopened', 'opening');
+  event('reopened', 'live');
+  // The refusal was sent within a millisecond of this stop's answer: that stop may have come after it.
+  event('stopped-just-before', 'opening');
+  event('stopped-just-before', 'live');
+  event('stopped-just-before', 'ended');
+  const sentAt = Date.parse(JSON.parse(readFileSync(ledger.file, 'utf8').trim().split('\n').at(-1)!).at) + 0.9;
   await tick();
   event('stopping', 'ended');
   event('pending', 'opening');
@@ -345,8 +358,13 @@ test('in the ledger, the sessions that may have been live while an interact was 
   await tick();
   event('waiting', 'opening');
   event('waiting', 'live');
-  assert.deepEqual(ledger.possiblyLive(target, 'owner team', 'refused-one', sentAt, receivedAt), { count: 3, pending: 1 }, 'held, stopping (its stop may come after), and pending');
+  const counted = 'held, timed-out, reopened, stopped-just-before, stopping (its stop may come after), and pending';
+  assert.deepEqual(ledger.possiblyLive(target, 'owner team', 'refused-one', sentAt, receivedAt), { count: 6, pending: 1 }, counted);
   event('pending', 'not-opened');
-  assert.deepEqual(ledger.possiblyLive(target, 'owner team', 'refused-one', sentAt, receivedAt), { count: 2, pending: 0 });
-  assert.deepEqual(ledger.possiblyLive(target, 'owner team', 'held', sentAt, receivedAt), { count: 1, pending: 0 }, 'the refused one itself is not counted');
+  assert.deepEqual(ledger.possiblyLive(target, 'owner team', 'refused-one', sentAt, receivedAt), { count: 5, pending: 0 });
+  assert.deepEqual(ledger.possiblyLive(target, 'owner team', 'held', sentAt, receivedAt), { count: 4, pending: 0 }, 'the refused one itself is not counted');
+  event('timed-out', 'ended');
+  await tick();
+  const later = Date.now();
+  assert.deepEqual(ledger.possiblyLive(target, 'owner team', 'refused-one', later, later + 1), { count: 3, pending: 0 }, 'held, reopened and waiting, which went live since');
 });

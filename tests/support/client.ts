@@ -66,7 +66,7 @@ export interface SendOptions {
   /** On a kept-alive connection of the client's pool: for the burst, whose timing bounds nothing. */
   pooled?: boolean;
   /** Asked after a 429, before backing off: `true` ends the retries, and the 429 is the answer. */
-  giveUpOn429?: (attempt: number, answer: Answer) => Promise<boolean>;
+  giveUpOn429?: (attempt: number) => Promise<boolean>;
   /** Called just before each attempt is sent. */
   onAttempt?: () => void;
 }
@@ -297,7 +297,7 @@ export function createClient(options: ClientOptions) {
             );
           }
           if (answer.status === 429 && on429 !== 'once' && !giveUp) {
-            if (await request.giveUpOn429?.(attempts, answer)) {
+            if (await request.giveUpOn429?.(attempts)) {
               await record(options, answer, request);
               return answer;
             }

@@ -10,7 +10,7 @@ import { redact } from './redact';
 
 export type LedgerEntry =
   | { event: 'created'; at: string; target: string; embedded: boolean; jobId: string; identity: string; test?: string }
-  | { event: 'live' | 'opening' | 'not-opened'; at: string; target: string; jobId: string; identity: string }
+  | { event: 'live' | 'opening' | 'not-opened' | 'maybe-open'; at: string; target: string; jobId: string; identity: string }
   | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number };
 
 export const ledgerFile = (reportsDir: string) => path.join(reportsDir, 'ledger.jsonl');
@@ -26,10 +26,11 @@ export class Ledger {
   }
 
   /**
-   * An interact that may open a session on the job was sent ('opening'), and what came of it: a
-   * session runs ('live', what a cap on live sessions counts) or none ('not-opened').
+   * An attempt of an interact that may open a session on the job is about to be sent ('opening'),
+   * and what came of it: a session runs ('live', what a cap on live sessions counts), none
+   * ('not-opened': a 4xx), or perhaps one ('maybe-open': a 5xx or no answer).
    */
-  session(event: 'opening' | 'live' | 'not-opened', entry: { target: string; jobId: string; identity: string }): void {
+  session(event: 'opening' | 'live' | 'not-opened' | 'maybe-open', entry: { target: string; jobId: string; identity: string }): void {
     this.write({ event, at: new Date().toISOString(), ...entry });
   }
 
@@ -64,7 +65,7 @@ export class Ledger {
   possiblyLive(target: string, identity: string, except: string, sentAt: number, receivedAt: number): { count: number; pending: number } {
     // Ledger times are whole milliseconds, cut down: compare whole milliseconds, and keep every doubt on the side of "live".
     const [sent, received] = [Math.floor(sentAt), Math.ceil(receivedAt)];
-    const episodes = new Map<string, { openedAt: number; outcome?: 'live' | 'not-opened'; endedAt?: number }[]>();
+    const episodes = new Map<string, { openedAt: number; outcome?: 'live' | 'not-opened' | 'maybe-open'; endedAt?: number }[]>();
     for (const entry of this.entries()) {
       if (entry.target !== target || entry.jobId === except || entry.identity !== identity) continue;
       const at = Date.parse(entry.at);
@@ -74,7 +75,7 @@ export class Ledger {
       if (entry.event === 'opening') list.push({ openedAt: at });
       // A session opened by an interact on a job already stopped: sent at some time before this line.
       else if (entry.event === 'live' && (!last || last.endedAt !== undefined || last.outcome)) list.push({ openedAt: -Infinity, outcome: 'live' });
-      else if ((entry.event === 'live' || entry.event === 'not-opened') && last) last.outcome = entry.event;
+      else if ((entry.event === 'live' || entry.event === 'not-opened' || entry.event === 'maybe-open') && last) last.outcome = entry.event;
       else if (entry.event === 'ended' && last && last.endedAt === undefined) last.endedAt = at;
     }
     let count = 0;
@@ -105,7 +106,7 @@ export class Ledger {
     for (const entry of this.entries()) {
       const key = `${entry.target} ${entry.jobId}`;
       if (entry.event === 'created') (open.set(key, entry), live.delete(key));
-      else if (entry.event === 'live' || entry.event === 'opening') live.add(key);
+      else if (entry.event === 'live' || entry.event === 'opening' || entry.event === 'maybe-open') live.add(key);
       else if (entry.event === 'not-opened') live.delete(key);
       else if (open.get(key)?.identity === entry.identity) (open.delete(key), live.delete(key));
     }

@@ -5,8 +5,8 @@
  * cannot get. Slots are unbounded until the cap is known: stated up front (SESSION_CAP), or learnt
  * when an interact that would open a session is refused with 429 while the team's limiter has room
  * (a stop of an unknown job just after it is not refused): the cap is then at most the sessions the
- * run may have held live for that team while it was refused (the ledger's times; the fewest any
- * refusal shows). A folder per target and team under `<reports>/.sessions/`; files of processes
+ * run may have held live for that team while it was refused (the ledger's times; a later refusal
+ * can lower it). A folder per target and team under `<reports>/.sessions/`; files of processes
  * that ended are ignored.
  */
 import { createHash } from 'node:crypto';

@@ -193,12 +193,17 @@ export class Sessions {
     const { api, ledger, testId } = this.options;
     // On a stopped session it may open a new one: a cap on live sessions then refuses it (429) for as
     // long as other tests hold theirs, and the refusal is the answer, not a wait.
-    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: this.capShows(owner, jobId) });
-    if (answer.status === 200 && ledger.endedHere(api.target.baseURL, jobId, owner.name)) {
+    const reopens = ledger.endedHere(api.target.baseURL, jobId, owner.name);
+    const opening = this.opening(owner, jobId, reopens);
+    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt }).catch((error) => {
+      opening.ended();
+      throw error;
+    });
+    if (answer.status === 200 && reopens) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
-      ledger.session('live', { target: api.target.baseURL, jobId, identity: owner.name });
       countSession();
     }
+    opening.ended(answer.status);
     return answer;
   }
 
@@ -220,43 +225,56 @@ export class Sessions {
   }
 
   /**
-   * For the 429s of one interact that would open a session on `jobId`: whether they show the target's
-   * cap on live sessions, and which (`cap`). A cap refuses the same interact again; a rate limit whose
-   * window just turned does not: the cap shows when two 429s in a row each had the limit's room
-   * beside them while the run may have held other sessions of the team live.
+   * One interact that may open a session on `jobId`, as the ledger and the cap see it. With `marks`,
+   * each attempt is 'opening' while in flight, a 4xx opened nothing ('not-opened': a test waiting
+   * out a 429 holds nothing), and a 5xx or no answer may have opened one ('maybe-open'). Two 429s in
+   * a row, each with the team's rate limit shown to have room, show the cap (a window that just
+   * turned lets the second through): at most the sessions the run may have held live while the
+   * second was refused (`cap`).
    */
-  private capShows(owner: Identity, jobId: string): ((attempt: number, answer: Answer) => Promise<boolean>) & { cap?: number } {
+  private opening(owner: Identity, jobId: string, marks: boolean) {
     const { api, ledger } = this.options;
-    const refusals: { sentAt: number; receivedAt: number }[] = [];
-    const shows = Object.assign(async (attempt: number, answer: Answer) => {
-      const others = ledger.liveSessions(api.target.baseURL, owner.name, jobId) > 0;
-      const room = others && (refusals.length > 0 || (attempt & (attempt - 1)) === 0) && (await this.limitHasRoom(owner));
-      if (!room) {
-        refusals.length = 0;
-        return false;
-      }
-      refusals.push({ sentAt: performance.timeOrigin + answer.sentAt, receivedAt: performance.timeOrigin + answer.receivedAt });
-      if (refusals.length < 2) return false;
-      shows.cap = await this.capOf(owner, jobId, refusals.slice(-2));
-      return shows.cap > 0;
-    }, { cap: undefined as number | undefined });
-    return shows;
+    const entry = { target: api.target.baseURL, jobId, identity: owner.name };
+    let sentAt = 0;
+    let roomBefore = false;
+    const opening = {
+      cap: undefined as number | undefined,
+      onAttempt: () => {
+        if (marks) ledger.session('opening', entry);
+        sentAt = Date.now();
+      },
+      giveUpOn429: async (attempt: number) => {
+        const receivedAt = Date.now();
+        if (marks) ledger.session('not-opened', entry);
+        const others = ledger.liveSessions(api.target.baseURL, owner.name, jobId) > 0;
+        const room = others && (roomBefore || (attempt & (attempt - 1)) === 0) && (await this.limitHasRoom(owner));
+        const shown = room && roomBefore;
+        roomBefore = room;
+        if (!shown) return false;
+        opening.cap = await this.capAt(owner, jobId, sentAt, receivedAt);
+        return opening.cap > 0;
+      },
+      /** What came of it: its answer's status, or none. */
+      ended: (status?: number) => {
+        if (marks) ledger.session(status === 200 ? 'live' : status !== undefined && status < 500 ? 'not-opened' : 'maybe-open', entry);
+      },
+    };
+    return opening;
   }
 
   /**
-   * The cap that refusals of an interact on `jobId` show: at most the sessions of the team the run
-   * may have held live while each was refused (the fewest of them). Interacts of other tests still
-   * in flight are waited for, up to a request's timeout: one that opens nothing is not counted.
+   * The sessions of the team the run may have held live between `sentAt` and `receivedAt` (epoch
+   * ms), but the one on `jobId`. Interacts of other tests still in flight are waited for, a few
+   * seconds at most: one that opens nothing is not counted, one still unanswered is.
    */
-  private async capOf(owner: Identity, jobId: string, refusals: { sentAt: number; receivedAt: number }[]): Promise<number> {
+  private async capAt(owner: Identity, jobId: string, sentAt: number, receivedAt: number): Promise<number> {
     const { api, ledger, settings } = this.options;
-    const until = performance.now() + settings.requestTimeoutMs;
-    let counts = refusals.map((r) => ledger.possiblyLive(api.target.baseURL, owner.name, jobId, r.sentAt, r.receivedAt));
-    while (counts.some((c) => c.pending > 0) && performance.now() < until) {
+    const until = performance.now() + Math.min(settings.requestTimeoutMs, 5_000);
+    for (;;) {
+      const { count, pending } = ledger.possiblyLive(api.target.baseURL, owner.name, jobId, sentAt, receivedAt);
+      if (!pending || performance.now() >= until) return count;
       await sleep(50, undefined, { signal: api.signal });
-      counts = refusals.map((r) => ledger.possiblyLive(api.target.baseURL, owner.name, jobId, r.sentAt, r.receivedAt));
     }
-    return Math.min(...counts.map((c) => c.count));
   }
 
   /**
@@ -287,18 +305,13 @@ export class Sessions {
     const { api, ledger } = this.options;
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
-    // Each attempt is 'opening' while in flight; a 429 opened nothing, and the wait before the next one holds nothing.
-    const entry = { target: api.target.baseURL, jobId, identity: owner.name };
-    const capShows = this.capShows(owner, jobId);
-    const refused = (attempt: number, answer: Answer) => (ledger.session('not-opened', entry), capShows(attempt, answer));
-    const interact = await api
-      .send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: refused, onAttempt: () => ledger.session('opening', entry) })
-      .catch((error) => {
-        ledger.session('not-opened', entry);
-        throw error;
-      });
-    ledger.session(interact.status === 200 ? 'live' : 'not-opened', entry);
-    if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(capShows.cap!));
+    const opening = this.opening(owner, jobId, true);
+    const interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt }).catch((error) => {
+      opening.ended();
+      throw error;
+    });
+    opening.ended(interact.status);
+    if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening.cap!));
     if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
