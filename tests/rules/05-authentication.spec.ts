@@ -21,9 +21,7 @@ for (const { id, who, title, schemeWord } of refusals) {
   test(`${title} answers 4xx, at any moment of the session's life, and changes nothing`, spec(id), async ({ api, sessions, session, identities, settings, check }) => {
     if (who === 'keyCaseChanged' && !identities.keyCaseChanged.authorization) notVerifiable("the owner's key has no letter whose case could change");
     // Another scheme word is refused, or taken as the target's known-deviations file declares (refusals.ts).
-    // A target that ignores the scheme word takes the owner's key: its 429 is the owner's limit, waited out like any other.
-    const asOwner = schemeWord && settings.declaredSchemeWord !== undefined;
-    await refuseThenOwnerStops({ api, sessions, session, check, settings, owner: identities.owner }, identities[who], (answer) => (schemeWord ? expectSchemeRefusal(answer, settings) : expectRefusal(answer)), asOwner ? { on429: 'retry' } : {});
+    await refuseThenOwnerStops({ api, sessions, session, check, settings, owner: identities.owner }, identities[who], (answer) => (schemeWord ? expectSchemeRefusal(answer, settings) : expectRefusal(answer)));
   });
 }
 

@@ -340,8 +340,9 @@ async function sendOnce({ target, settings }: ClientOptions, signal: AbortSignal
   let raw: RawAnswer;
   const send = () => exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent });
   try {
-    // Sent again once, on a new connection, when the kept-alive one it reused was reset before any answer (Node's documented race).
-    raw = await send().catch((error) => ((error as { reusedSocket?: boolean }).reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET' ? send() : Promise.reject(error)));
+    // Sent again once when the kept-alive connection it reused was reset before any answer (Node's documented race); never a POST, which may have been received.
+    const resend = (error: unknown) => method !== 'POST' && (error as { reusedSocket?: boolean }).reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET';
+    raw = await send().catch((error) => (resend(error) ? send() : Promise.reject(error)));
   } catch (error) {
     const reason = error instanceof RunError ? error.message : (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);

@@ -8,7 +8,7 @@ import { test } from '@playwright/test';
 import { expectSurvived } from './billing';
 import { notVerifiable, type Check } from './checks';
 import { DeclaredBehaviour } from './errors';
-import { interactPath, summary, type Answer, type Client, type On429 } from './client';
+import { interactPath, summary, type Answer, type Client } from './client';
 import { expect } from './schemas';
 import type { Session, Sessions } from './sessions';
 import type { Settings } from './settings';
@@ -103,11 +103,11 @@ interface RefusalContext {
  * `expectRefused`) and change nothing (`survives` check: 200 and the whole session's duration).
  * With `interactAfter`, the owner also uses the session after the refusal, as clients do.
  */
-export async function refuseThenOwnerStops(context: RefusalContext, refuser: Identity, expectRefused: (answer: Answer) => void, { interactAfter = false, on429 }: { interactAfter?: boolean; on429?: On429 } = {}): Promise<void> {
+export async function refuseThenOwnerStops(context: RefusalContext, refuser: Identity, expectRefused: (answer: Answer) => void, { interactAfter = false } = {}): Promise<void> {
   const { api, sessions, session, check, settings, owner } = context;
   const holdMs = refusalHoldMs(settings);
   await test.step(`hold the session ${holdMs} ms`, () => sleep(holdMs - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
-  const refusal = await test.step(`${refuser.name} asks to stop the session`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser, on429 }));
+  const refusal = await test.step(`${refuser.name} asks to stop the session`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser }));
   await check('refused', () => expectRefused(refusal));
   if (interactAfter) {
     const again = await test.step('the owner interacts with the session', () => sessions.interact(session));

@@ -46,10 +46,11 @@ interface Model {
 /**
  * The pace of the search's requests. Several histories at once until the team's limit shows (a 429
  * to a request with a valid key, or a limit the run met in the last minute); each 429 then halves
- * them, down to one, and every CLEAN_TO_GROW requests without one add one back. A request that meets the limit waits its turn in the team's back-off queue
- * behind the other tests' (client.ts), so the search takes its share and no more. It learns how long
- * a request takes on average, back-off included, and starts a history only when twice that (the
- * other tests' turns) fits in the time left.
+ * them, down to one, and every CLEAN_TO_GROW requests without one add one back. A request that
+ * meets the limit waits its turn in the team's back-off queue behind the other tests' (client.ts),
+ * so the search takes its share and no more. It learns how long a request takes on average,
+ * back-off included, and starts a history only when that (twice that once a limit showed: the other
+ * tests' turns) fits in the time left.
  */
 export class Pacer {
   lanes = LANES;
@@ -390,18 +391,18 @@ const KINDS = {
 } as const;
 type Kind = keyof typeof KINDS;
 const KIND_NAMES = Object.keys(KINDS) as Kind[];
-/** A stop without a valid key is each of these in turn: no key, an unknown key, and the owner's key with a letter's case changed, one more or one fewer character. */
-const KEYLESS: Refuser[] = ['noKey', 'unknownKey', 'keyCaseChanged', 'keyExtended', 'keyTruncated'];
+/** A stop without a valid key is each of these in turn, across the phase: no key, an unknown key, the owner's key with a letter's case changed, one more or one fewer character. */
+const KEYLESS = REFUSERS.filter((who) => who !== 'foreign');
 /** Longest patterns the systematic phase reaches when its budget allows. */
 const MAX_DEPTH = 4;
 
-function stepOfKind(kind: Kind, budget: Budget, occurrence: number, holdMs: number): Step {
+function stepOfKind(kind: Kind, budget: Budget, keylessTurn: number, holdMs: number): Step {
   switch (kind) {
     case 'interact': return interactStep(budget, 0);
     case 'hold': return holdStep(budget, holdMs);
     case 'ownerStop': return ownerStopStep(budget, 0);
     case 'foreignStop': return refusedStopStep(budget, 0, 'foreign');
-    case 'keylessStop': return refusedStopStep(budget, 0, KEYLESS[occurrence % KEYLESS.length]);
+    case 'keylessStop': return refusedStopStep(budget, 0, KEYLESS[keylessTurn % KEYLESS.length]);
     case 'unknownJobStop': return unknownStopStep(budget);
     case 'twoStopsAtOnce': return simultaneousStopsStep(budget, 0, 0);
   }
@@ -552,7 +553,28 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
   const state = phaseState();
   const covered = new Map<number, Set<string>>();
   const holdMs = options.settings.durationToleranceMs + 10;
-  let failure: { history: History; message: string; pattern: Kind[] } | undefined;
+  let failure: { history: History; message: string; pattern: Kind[]; index: number } | undefined;
+  /** One pattern from a fresh session, then the owner's stop. A stop without a valid key takes its key by the pattern's place: the same every run. */
+  const runPattern = async (pattern: Kind[], index: number, within: Budget) => {
+    const history = new History();
+    let ran = 0;
+    const message = await runHistory(options, within, state, history, async (real) => {
+      await real.sessions.reserve(1);
+      const model: Model = { sessions: [], capacity: 1 };
+      within.spend(1);
+      await provisionInto(model, real);
+      let keyless = index;
+      for (const kind of pattern) {
+        const step = stepOfKind(kind, within, kind === 'keylessStop' ? keyless++ : 0, holdMs);
+        if (!step.check(model)) return;
+        await step.run(model, real);
+        ran += 1;
+      }
+      const stop = ownerStopStep(within, 0);
+      if (model.sessions[0].live && stop.check(model)) await stop.run(model, real);
+    });
+    return { history, message, ran };
+  };
   for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime; depth++) {
     const patterns = patternsOfDepth(depth);
     let next = 0;
@@ -562,32 +584,16 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
           await sleep(LANE_PAUSE_MS, undefined, { signal: options.api.signal });
           continue;
         }
-        const pattern = patterns[next++];
+        const index = next++;
+        const pattern = patterns[index];
         // Provisioning, the pattern and the final stop.
         if (!budget.affords(requestsOf(pattern) + 2)) return;
-        const history = new History();
-        let ran = 0;
-        const message = await runHistory(options, budget, state, history, async (real) => {
-          await real.sessions.reserve(1);
-          const model: Model = { sessions: [], capacity: 1 };
-          budget.spend(1);
-          await provisionInto(model, real);
-          const seen = new Map<Kind, number>();
-          for (const kind of pattern) {
-            const step = stepOfKind(kind, budget, seen.get(kind) ?? 0, holdMs);
-            seen.set(kind, (seen.get(kind) ?? 0) + 1);
-            if (!step.check(model)) return;
-            await step.run(model, real);
-            ran += 1;
-          }
-          const stop = ownerStopStep(budget, 0);
-          if (model.sessions[0].live && stop.check(model)) await stop.run(model, real);
-        });
+        const { history, message, ran } = await runPattern(pattern, index, budget);
         for (let length = 1; length <= ran; length++) {
           if (!covered.has(length)) covered.set(length, new Set());
           covered.get(length)!.add(pattern.slice(0, length).join());
         }
-        if (message && !failure) failure = { history, message, pattern };
+        if (message && !failure) failure = { history, message, pattern, index };
       }
     };
     await Promise.all(Array.from({ length: LANES }, (_, number) => lane(number)));
@@ -596,10 +602,16 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
   if (budget.halted && !failure) throw budget.halted;
   const exploration = { ...finish('systematic', state, budget, 'the systematic phase runs the same patterns every time'), covered: coverageLine(covered) };
   if (failure) {
-    exploration.failure = failure.message;
+    // Other histories ran beside it: run the pattern once more alone, so that the report says whether it breaks on its own.
+    const requests = requestsOf(failure.pattern) + 2;
+    const alone = await runPattern(failure.pattern, failure.index, new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer));
+    const shown = alone.message ? alone : failure;
+    exploration.failure = shown.message;
     exploration.counterexample = [
-      `A history of ${failure.history.length} steps breaks the model (systematic phase, pattern ${failure.pattern.join(', ')}; every run tries it):`,
-      ...failure.history.lines,
+      alone.message
+        ? `A history of ${alone.history.length} steps breaks the model (systematic phase, pattern ${failure.pattern.join(', ')}, run alone; every run tries it):`
+        : `A history of ${failure.history.length} steps breaks the model while other histories of the team run beside it (systematic phase, pattern ${failure.pattern.join(', ')}); run alone, it passed:`,
+      ...shown.history.lines,
       `Found after ${state.histories} histories; ${budget.spent} requests to stop and interact in all.`,
     ].join('\n');
   }

@@ -195,10 +195,11 @@ export class Sessions {
     // long as other tests hold theirs, and the refusal is the answer, not a wait.
     const reopens = ledger.endedHere(api.target.baseURL, jobId, owner.name);
     const opening = this.opening(owner, jobId, reopens);
-    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt }).catch((error) => {
+    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, ...(reopens ? { giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt } : {}) }).catch((error) => {
       opening.ended();
       throw error;
     });
+    if (answer.status === 429 && opening.cap !== undefined) this.roomOf(owner).slots.learn(opening.cap);
     if (answer.status === 200 && reopens) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
       countSession();

@@ -43,8 +43,9 @@ export interface Settings {
   reportsDir: string;
   /** Seeds of the sequences rule, each running SEQUENCE_RUNS histories; random when unset. */
   sequenceSeeds?: number[];
-  /** Random histories per seed, and requests to stop and interact in all: Infinity (no cap) against a remote target unless given. */
+  /** Most random histories per seed: Infinity (no cap) against a remote target unless given. */
   sequenceRuns: number;
+  /** Most requests to stop and interact the sequences rule sends in all: Infinity against a remote target unless given. */
   sequenceBudget: number;
   /** How long the sequences rule searches, shrinking included. */
   sequenceSeconds: number;
@@ -86,7 +87,7 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'SEQUENCE_SECONDS', default: '10 embedded (its budget of requests ends it first); 60 otherwise', meaning: 'How long the sequences rule searches (shrinking included), at the pace the target allows: short histories over one session systematically, then random ones.' },
   { env: 'SEQUENCE_RUNS', default: '50 embedded; no cap otherwise', meaning: 'Most random histories the sequences rule runs per seed.' },
   { env: 'SEQUENCE_BUDGET', default: '300 embedded; no cap otherwise', meaning: 'Most requests to stop and interact the sequences rule sends in all, shrinking included.' },
-  { env: 'SESSION_CAP', default: 'learnt', meaning: "The target's cap on each team's live browser sessions, when known. Unset: the run learns it from the first interact refused with 429 while the team's rate limit had room." },
+  { env: 'SESSION_CAP', default: 'learnt', meaning: "The target's cap on each team's live browser sessions, when known. Unset: the run learns it when an interact that would open a session is refused with 429 twice in a row while the team's rate limit has room." },
   { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
 ];
 

@@ -100,6 +100,8 @@ export function identitiesFor(target: Target, settings: Settings): Identities {
   const { apiKey, foreignApiKey, burstApiKey, ownerTeam, burstTeam } = keysOf(target, settings);
   const nearMisses = registerKeys(target, settings);
   const bearer = (key: string | undefined) => (key === undefined ? undefined : `Bearer ${key}`);
+  // Where the target is declared to ignore the scheme word, the owner's key under another one is the owner's: its limit, its turns.
+  const schemeWord = settings.declaredSchemeWord ? { team: 'owner' } : { withoutValidKey: true as const };
   return {
     owner: { name: 'owner team', authorization: `Bearer ${apiKey}`, owner: true as const, team: 'owner' },
     foreign: { name: 'foreign team', authorization: `Bearer ${foreignApiKey}`, team: 'foreign' },
@@ -110,8 +112,8 @@ export function identitiesFor(target: Target, settings: Settings): Identities {
     keyCaseChanged: { name: "owner's key with its case changed", authorization: bearer(nearMisses.caseChanged), withoutValidKey: true },
     keyExtended: { name: "owner's key with characters appended", authorization: bearer(nearMisses.extended), withoutValidKey: true },
     keyTruncated: { name: "owner's key without its last character", authorization: bearer(nearMisses.truncated), withoutValidKey: true },
-    basicScheme: { name: "owner's key under Basic", authorization: `Basic ${apiKey}`, withoutValidKey: true },
-    tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}`, withoutValidKey: true },
+    basicScheme: { name: "owner's key under Basic", authorization: `Basic ${apiKey}`, ...schemeWord },
+    tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}`, ...schemeWord },
     lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${apiKey}`, team: 'owner' },
     ...(burstApiKey ? { burst: { name: 'burst team', authorization: `Bearer ${burstApiKey}`, owner: true as const, team: 'burst' } } : {}),
     ownerTeam,
