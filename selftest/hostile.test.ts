@@ -293,6 +293,7 @@ describe('the command against hostile targets ends in bounded time, says what ha
       name: '12. stop of a stopped session answers 500',
       behaviour: (base, state) => ({ stop: (team, jobId) => (state.stopped.has(jobId) && !state.sessions.has(jobId) ? base.error(500, 'session gone') : base.stop(team, jobId)) }),
       args: ['--rule', 'stop-is-final'],
+      settings: { REQUEST_TIMEOUT_MS: '10000' },
       exit: 1,
       message: /second-stop/,
       left: 0,
@@ -301,6 +302,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
       name: '13. every stop answers 500',
       behaviour: (base) => ({ stop: () => base.error(500, 'Browser session release was not confirmed.') }),
       args: RULE,
+      // Its answers are immediate: a loaded machine must not turn a 500 into a timeout.
+      settings: { REQUEST_TIMEOUT_MS: '10000' },
       exit: 1,
       message: /Could not stop 1 session\(s\)[^\n]*the stop answered 500, 3 times/,
       left: 1,
@@ -407,8 +410,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.match(second.log, /\/ledger\.jsonl: no session left open/);
       assert.match(second.log, /\/ledger\.previous\.jsonl: no session left open/);
       assert.doesNotMatch(second.log, /stopped|FAILED/);
-      // The cleanup alone: a process start and one stop, whatever the killed run had done before.
-      assert.ok(cleanupSeconds < 15, `the cleanup took ${cleanupSeconds.toFixed(1)} s`);
+      // The cleanup alone: a process start and one stop (19 s were seen with another npm test beside).
+      assert.ok(cleanupSeconds < 30, `the cleanup took ${cleanupSeconds.toFixed(1)} s`);
       assertNoKey(run, first.log, second.log);
     }),
   );
