@@ -5,12 +5,12 @@
  * so an error of the run is never mistaken for a catch.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, type ReferenceServer } from '../reference/server';
 import type { Variant } from './variants';
-import { testIdOf, ruleOf, type RuleId, type TestId } from '../tests/support/rules';
+import { RULES, testIdOf, ruleOf, type RuleId, type TestId } from '../tests/support/rules';
 import { outcomeOf, type Outcome } from '../tests/support/verdict';
 
 export interface TestOutcome {
@@ -129,22 +129,22 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
   const output = mkdtempSync(path.join(os.tmpdir(), 'conformance-matrix-'));
   const servers: ReferenceServer[] = await Promise.all(variants.map((variant) => createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...variant.options })));
   try {
-    const targets = variants.map((variant, index) => ({
-      name: variant.name,
-      url: servers[index].url,
-      rules: rules ?? rulesFor(variant, full),
-      ...(!variant.breaks && severalSeeds ? { seeds: SEEDS_OF_CORRECT_VARIANTS, runs: 20 } : {}),
-    }));
-    // The bursts of a quarter of the projects each, one at a time in each of four processes beside the rest.
-    const bursting = targets.filter((target) => !target.rules || target.rules.includes('rate-limit'));
-    const parts = [{ part: 'rest', targets }, ...[0, 1, 2, 3].map((n) => ({ part: `burst-${n}`, targets: bursting.filter((_, index) => index % 4 === n) }))].filter((p) => p.targets.length);
-    const env = (part: string, chosen: typeof targets) =>
-      isolatedEnv({ SELFTEST_TARGETS: JSON.stringify(chosen), SELFTEST_OUTPUT: output, SELFTEST_PART: part, SELFTEST_WORKERS: part === 'rest' ? '10' : '1', REPORTS_DIR: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '10000', ...MATRIX_SETTINGS, ...extraEnv });
-    const runs = await Promise.all(parts.map(({ part, targets: chosen }) => runCommand(PLAYWRIGHT, ['test', '-c', 'selftest/variants.config.ts'], env(part, chosen))));
+    const specs = variants.flatMap((variant, index) =>
+      writeSpecs(output, variant.name, rules ?? rulesFor(variant, full) ?? (Object.keys(RULES) as RuleId[]), {
+        target: { baseURL: servers[index].url, embedded: true },
+        ...(!variant.breaks && severalSeeds ? { sequenceSeeds: SEEDS_OF_CORRECT_VARIANTS, sequenceRuns: 20 } : {}),
+      }),
+    );
+    // The bursts split among four processes, one at a time in each, beside the rest.
+    const bursts = specs.filter((spec) => spec.burst).map((spec) => spec.file);
+    const parts = [{ part: 'rest', files: specs.filter((spec) => !spec.burst).map((spec) => spec.file) }, ...[0, 1, 2, 3].map((n) => ({ part: `burst-${n}`, files: bursts.filter((_, index) => index % 4 === n) }))].filter((p) => p.files.length);
+    const env = (part: string, files: string[]) =>
+      isolatedEnv({ SELFTEST_SPECS: JSON.stringify(files), SELFTEST_OUTPUT: output, SELFTEST_PART: part, SELFTEST_WORKERS: part === 'rest' ? '10' : '1', REPORTS_DIR: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '10000', ...MATRIX_SETTINGS, ...extraEnv });
+    const runs = await Promise.all(parts.map(({ part, files }) => runCommand(PLAYWRIGHT, ['test', '-c', 'selftest/variants.config.ts'], env(part, files))));
     const log = runs.map((run) => run.log).join('\n');
-    const byProject = readReports(parts.map(({ part }) => path.join(output, `report-${part}.json`)), log);
+    const byVariant = readReports(parts.map(({ part }) => path.join(output, `report-${part}.json`)), log);
     const results = variants.map((variant, index): VariantResult => {
-      const tests = byProject.get(variant.name) ?? [];
+      const tests = byVariant.get(variant.name) ?? [];
       const caughtAs = variant.caughtAs ?? 'fail';
       const caughtBy = [...new Set(tests.filter((test) => test.outcome === caughtAs || test.outcome === 'fail').map((test) => ruleOf(test.id)))].sort();
       return { variant, caughtBy, tests, activeSessions: servers[index].activeSessions().length, verdict: judge(variant, tests, caughtBy) };
@@ -155,28 +155,63 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
   }
 }
 
-/** Test outcomes per project, from Playwright's JSON reports, judged as the summary reporter judges them. */
+/**
+ * Writes the spec files that run `rules` against a variant with `options` (its server, its
+ * seeds): the burst's, and one for every other rule, whose tests run one after the other in one
+ * worker, as against a real target that caps live sessions. Each loads the rules' modules afresh,
+ * so that they register their tests again, in a group named for the variant: a few workers then
+ * serve every variant.
+ */
+function writeSpecs(output: string, variant: string, rules: RuleId[], options: Record<string, unknown>): { burst: boolean; file: string }[] {
+  const folder = path.join(output, 'specs', variant);
+  mkdirSync(folder, { recursive: true });
+  const groups = [{ burst: false, rules: rules.filter((rule) => rule !== 'rate-limit') }, { burst: true, rules: rules.filter((rule) => rule === 'rate-limit') }];
+  return groups.filter((group) => group.rules.length).map(({ burst, rules: chosen }) => {
+    const file = path.join(folder, burst ? 'burst.spec.js' : 'rules.spec.js');
+    const files = chosen.map((rule) => path.join(ROOT, 'tests', RULES[rule].file));
+    writeFileSync(
+      file,
+      [
+        `// Rules ${chosen.join(', ')} against variant ${variant} (written by selftest/matrix.ts).`,
+        `const { test } = require(${JSON.stringify(path.join(ROOT, 'tests', 'support', 'fixtures.ts'))});`,
+        `test.describe(${JSON.stringify(variant)}, () => {`,
+        `  test.describe.configure({ mode: 'default' });`,
+        `  test.use(${JSON.stringify(options)});`,
+        `  for (const file of ${JSON.stringify(files)}) {`,
+        '    delete require.cache[require.resolve(file)];',
+        '    require(file);',
+        '  }',
+        '});',
+        '',
+      ].join('\n'),
+    );
+    return { burst, file };
+  });
+}
+
+/** Test outcomes per variant (the group their spec file puts them in), from Playwright's JSON reports, judged as the summary reporter judges them. */
 function readReports(files: string[], log: string): Map<string, TestOutcome[]> {
-  const byProject = new Map<string, TestOutcome[]>();
+  const byVariant = new Map<string, TestOutcome[]>();
   for (const file of files) {
     if (!existsSync(file)) throw new Error(`The suite run wrote no JSON report (${path.basename(file)}). Its output:\n${log.slice(-3000)}`);
     const report = JSON.parse(readFileSync(file, 'utf8'));
-    const visit = (suite: any) => {
+    const visit = (suite: any, variant?: string) => {
       for (const spec of suite.specs ?? []) {
         for (const test of spec.tests) {
           const result = test.results.at(-1);
           const id = testIdOf(test.annotations);
-          if (!id || !result) continue;
+          if (!id || !result || !variant) continue;
           const errors = (result.errors ?? []).map((error: { message?: string }) => error.message ?? '');
           const { outcome, note } = outcomeOf({ status: result.status, errors, annotations: [...test.annotations, ...(result.annotations ?? [])] });
-          byProject.set(test.projectName, [...(byProject.get(test.projectName) ?? []), { id, outcome, note, message: errors[0] }]);
+          byVariant.set(variant, [...(byVariant.get(variant) ?? []), { id, outcome, note, message: errors[0] }]);
         }
       }
-      for (const child of suite.suites ?? []) visit(child);
+      for (const child of suite.suites ?? []) visit(child, variant ?? child.title);
     };
+    // Each spec file wraps its rule's tests in a group named for the variant.
     for (const suite of report.suites) visit(suite);
   }
-  return byProject;
+  return byVariant;
 }
 
 export function renderMatrix(run: MatrixRun): string {

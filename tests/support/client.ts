@@ -388,7 +388,7 @@ function describe(answer: Answer, { as, data }: SendOptions): string {
 }
 
 /** A test's client, attaching to its report; cancelled when the test ends. */
-export const clientFixtures: Fixtures<{ api: Client }, { ledger: Ledger }, object, { settings: Settings; target: Target; identities: Identities }> = {
+export const clientFixtures: Fixtures<{ api: Client }, { ledger: Ledger }, { target: Target; identities: Identities }, { settings: Settings }> = {
   ledger: [async ({ settings }, use) => use(new Ledger(ledgerFile(settings.reportsDir))), { scope: 'worker' }],
 
   // `identities` first: it registers the keys for redaction before any request.

@@ -677,9 +677,9 @@ export function pacerFor(settings: Settings, team: string): Pacer {
 
 /**
  * The seeds of the histories (SEQUENCE_SEED, or one random seed) and how many histories each
- * runs (SEQUENCE_RUNS): options, so that the variant matrix can set them project by project.
+ * runs (SEQUENCE_RUNS): options, so that the variant matrix can set them variant by variant.
  */
-export const sequenceFixtures: Fixtures<object, { sequenceSeeds: number[]; sequenceRuns: number }, object, { settings: Settings }> = {
-  sequenceSeeds: [async ({ settings }, use) => use(settings.sequenceSeeds ?? [Math.floor(Math.random() * 2 ** 31)]), { scope: 'worker', option: true }],
-  sequenceRuns: [async ({ settings }, use) => use(settings.sequenceRuns), { scope: 'worker', option: true }],
+export const sequenceFixtures: Fixtures<{ sequenceSeeds: number[]; sequenceRuns: number }, object, object, { settings: Settings }> = {
+  sequenceSeeds: [async ({ settings }, use) => use(settings.sequenceSeeds ?? [Math.floor(Math.random() * 2 ** 31)]), { option: true }],
+  sequenceRuns: [async ({ settings }, use) => use(settings.sequenceRuns), { option: true }],
 };

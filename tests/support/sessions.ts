@@ -325,8 +325,8 @@ export class Sessions {
 export const sessionFixtures: Fixtures<
   { sessions: Sessions; session: Session },
   object,
-  { api: Client; testId: TestId },
-  { settings: Settings; target: Target; identities: Identities; ledger: Ledger }
+  { api: Client; testId: TestId; target: Target; identities: Identities },
+  { settings: Settings; ledger: Ledger }
 > = {
   sessions: async ({ api, identities, settings, ledger, target, testId }, use, testInfo) => {
     const sessions = new Sessions({ api, identities, settings, ledger, testId, signal: api.signal });

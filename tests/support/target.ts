@@ -121,9 +121,9 @@ export function identitiesFor(target: Target, settings: Settings): Identities {
   };
 }
 
-export const targetFixtures: Fixtures<object, { settings: Settings; target: Target; identities: Identities }> = {
+export const targetFixtures: Fixtures<{ target: Target; identities: Identities }, { settings: Settings }> = {
   settings: [async ({}, use) => use(loadSettings()), { scope: 'worker' }],
-  // An option: the variant matrix aims each project at its own server.
-  target: [async ({ settings }, use) => use(targetFrom(settings)), { scope: 'worker', option: true }],
-  identities: [async ({ target, settings }, use) => use(identitiesFor(target, settings)), { scope: 'worker' }],
+  // An option of each test, not of the worker: the variant matrix aims the tests of many variants at their own servers in shared workers.
+  target: [async ({ settings }, use) => use(targetFrom(settings)), { option: true }],
+  identities: async ({ target, settings }, use) => use(identitiesFor(target, settings)),
 };
