@@ -12,7 +12,7 @@
 import type { Answer, JsonBody } from './client';
 import type { BillingRule } from './deviations';
 import { DeclaredBehaviour } from './errors';
-import { expect } from './schemas';
+import { expect } from './expect';
 import type { Session } from './sessions';
 import type { Settings } from './settings';
 

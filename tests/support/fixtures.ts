@@ -13,6 +13,6 @@ import { sequenceFixtures } from './sequences';
 import { sessionFixtures } from './sessions';
 import { targetFixtures } from './target';
 
-export { expect } from './schemas';
+export { expect } from './expect';
 
 export const test = base.extend(targetFixtures).extend(clientFixtures).extend(checkFixtures).extend(sessionFixtures).extend(sequenceFixtures);

@@ -9,7 +9,7 @@ import { expectSurvived } from './billing';
 import { notVerifiable, type Check } from './checks';
 import { DeclaredBehaviour } from './errors';
 import { interactPath, summary, type Answer, type Client } from './client';
-import { expect } from './schemas';
+import { expect } from './expect';
 import type { Session, Sessions } from './sessions';
 import type { Settings } from './settings';
 import type { Identity } from './target';

@@ -1,9 +1,7 @@
-/** The JSON Schemas under schemas/, compiled once, exposed as `expect(body).toMatchSchema(name)`. */
+/** The JSON Schemas under schemas/, compiled once (`expect(body).toMatchSchema(name)` is in expect.ts). */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { expect as baseExpect } from '@playwright/test';
 import type Ajv2020 from 'ajv/dist/2020';
-import { redact } from './redact';
 
 export const SCHEMA_DIR = path.join(__dirname, '..', '..', 'schemas');
 
@@ -35,18 +33,3 @@ export function schemaErrors(body: unknown, name: SchemaName): string[] {
   if (validate(body)) return [];
   return (validate.errors ?? []).map((error) => `${error.instancePath || '(root)'} ${error.message}${error.params && 'allowedValue' in error.params ? ` (${JSON.stringify(error.params.allowedValue)})` : ''}`);
 }
-
-export const expect = baseExpect.extend({
-  toMatchSchema(received: any, name: SchemaName) {
-    const errors = schemaErrors(received, name);
-    const pass = errors.length === 0;
-    return {
-      pass,
-      name: 'toMatchSchema',
-      message: () =>
-        pass
-          ? `Expected the body not to match schemas/${name}.json`
-          : `Expected the body to match schemas/${name}.json:\n${errors.map((error) => `  ${error}`).join('\n')}\nReceived: ${redact(JSON.stringify(received) ?? String(received)).slice(0, 1000)}`,
-    };
-  },
-});

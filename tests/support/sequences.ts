@@ -21,7 +21,7 @@ import { charges, expectCreditsFor, expectDurationWithin, type Interval } from '
 import { interactPath, summary, type Answer, type Client } from './client';
 import { expectRefusal, expectRevealsNothing } from './refusals';
 import { DeclaredBehaviour, plain, RunError } from './errors';
-import { expect } from './schemas';
+import { expect } from './expect';
 import { CapReached, type Sessions } from './sessions';
 import { recentRatePerMinute } from './cost';
 import type { Settings } from './settings';
