@@ -57,11 +57,18 @@ const PRODUCTION = 'fixtures/known-deviations/firecrawl-production.json';
 /** The Allure report of the production-like run with its deviations declared, for the browser check. */
 let reportWritten: (file: string | undefined) => void = () => {};
 const declaredReport = new Promise<string | undefined>((resolve) => (reportWritten = resolve));
+/** The summary of the complete run against the embedded reference, for the shard merges. */
+let completeWritten: (file: string | undefined) => void = () => {};
+const completeSummary = new Promise<string | undefined>((resolve) => (completeWritten = resolve));
 
 // Each run has its own reports folder and target: three at a time, so that their waits overlap.
 describe('the command, end to end', { concurrency: 3 }, () => {
   test('npm run conformance passes the embedded reference and writes every report, and no key', async () => {
-    const run = await conformance([], {}, { viaNpm: true });
+    const run = await conformance([], {}, { viaNpm: true }).catch((error) => {
+      completeWritten(undefined);
+      throw error;
+    });
+    completeWritten(path.join(run.reports, 'conformance-summary.json'));
     assert.equal(run.code, 0, run.log.slice(-3000));
     assert.equal(run.summary?.verdict, 'pass');
     assert.deepEqual(new Set(Object.values(run.statuses)), new Set(['pass']), JSON.stringify(notPassing(run.summary!)));
@@ -284,27 +291,39 @@ describe('the command, end to end', { concurrency: 3 }, () => {
   });
 
   test('a partial run says incomplete (exit 3) and names what did not run; shard summaries merge into one verdict', async () => {
-    const grep = await conformance(['--grep', 'malformed']);
+    const grep = await conformance(['--grep', 'a stop whose jobId is not a UUID']);
     assert.equal(grep.code, 3, grep.log.slice(-2000));
     assert.equal(grep.summary?.verdict, 'incomplete');
     assert.match(grep.log, /NOT RUN: \d+ of \d+ tests/);
     assert.ok(grep.summary!.notRun.includes('billing/long-hold'));
+    const shard = await conformance(['--shard=2/2', '--rule', 'unknown-job']);
+    assert.equal(shard.code, 3, `one shard alone is incomplete:\n${shard.log.slice(-2000)}`);
+    assert.equal(shard.summary?.shard, '2/2');
+    assert.match(shard.log, /merge the shards: npm run verdict/);
 
-    const shards = await Promise.all(['1/2', '2/2'].map((shard) => conformance([`--shard=${shard}`])));
-    for (const shard of shards) assert.equal(shard.code, 3, `one shard alone is incomplete: ${JSON.stringify(shard.summary && notPassing(shard.summary).filter((t) => t.outcome !== 'not run'))}\n${shard.log.slice(-2000)}`);
-    const files = shards.map((shard) => path.join(shard.reports, 'conformance-summary.json'));
-    const merged = await runCommand(process.execPath, [BIN, 'verdict', ...files, '--out', path.join(tempDir('merged-'), 'merged.json')], isolatedEnv({}));
+    // Two shards of the complete run above (the command's --shards runs real ones: selftest/package.test.ts): each test in one of them.
+    const complete = await completeSummary;
+    assert.ok(complete && existsSync(complete), 'the complete run above wrote its summary');
+    const halves = [0, 1].map((half) => {
+      const summary = JSON.parse(readFileSync(complete, 'utf8')) as Summary;
+      const tests = Object.values(summary.rules).flatMap((rule) => rule.tests);
+      tests.forEach((t, index) => index % 2 !== half && (t.outcome = 'not run'));
+      Object.assign(summary, { shard: `${half + 1}/2`, verdict: 'incomplete', exitCode: 3, notRun: tests.filter((t) => t.outcome === 'not run').map((t) => t.id) });
+      const file = path.join(tempDir('shard-'), 'conformance-summary.json');
+      writeFileSync(file, JSON.stringify(summary));
+      return { summary, file };
+    });
+    const verdict = (files: string[]) => runCommand(process.execPath, [BIN, 'verdict', ...files, '--out', path.join(tempDir('merged-'), 'merged.json')], isolatedEnv({}));
+    const merged = await verdict(halves.map((half) => half.file));
     assert.equal(merged.code, 0, merged.log);
     assert.match(merged.log, /Verdict: PASS/);
 
-    const failing = JSON.parse(readFileSync(files[0], 'utf8')) as Summary;
-    const someTest = Object.values(failing.rules).flatMap((rule) => rule.tests).find((t) => t.outcome === 'pass')!;
-    someTest.outcome = 'fail';
-    const failingFile = path.join(tempDir('shard-'), 'failing.json');
-    writeFileSync(failingFile, JSON.stringify(failing));
-    const mergedFail = await runCommand(process.execPath, [BIN, 'verdict', failingFile, files[1], '--out', path.join(tempDir('merged-'), 'merged.json')], isolatedEnv({}));
+    const failing = halves[0].summary;
+    Object.values(failing.rules).flatMap((rule) => rule.tests).find((t) => t.outcome === 'pass')!.outcome = 'fail';
+    writeFileSync(halves[0].file, JSON.stringify(failing));
+    const mergedFail = await verdict(halves.map((half) => half.file));
     assert.equal(mergedFail.code, 1, mergedFail.log);
-    const missing = await runCommand(process.execPath, [BIN, 'verdict', files[0], '--out', path.join(tempDir('merged-'), 'merged.json')], isolatedEnv({}));
+    const missing = await verdict([halves[1].file]);
     assert.equal(missing.code, 3, 'one shard of two is incomplete');
   });
 

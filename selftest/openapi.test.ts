@@ -31,6 +31,7 @@ test('schemas/openapi.yaml is valid OpenAPI 3.1 and its external refs are the sc
   for (const file of schemaFiles) {
     const schema = JSON.parse(readFileSync(path.join(SCHEMA_DIR, file), 'utf8'));
     assert.equal(schema.$id, file, `${file} has $id ${file}, the name the OpenAPI document and the tests use`);
+    assert.equal(schemas().validateSchema(schema), true, `${file} is a valid JSON Schema 2020-12: ${JSON.stringify(schemas().errors)}`);
     assert.equal(typeof schemas().getSchema(file), 'function', `${file} compiles with the suite's strict ajv`);
   }
 });
