@@ -44,7 +44,8 @@ export default defineConfig({
     ],
     ['./tests/support/summary-reporter.ts', { reportsDir: settings.reportsDir, target, embedded: settings.embedded, strict: settings.strict, sessionCap: settings.sessionCap } satisfies SummaryOptions],
   ],
-  // Traces, screenshots and videos stay off: Playwright records request headers verbatim.
+  // The tests have no browser fixture (tests/support/fixtures.ts), so nothing is traced; these stay off
+  // all the same, should one be added: Playwright records request headers verbatim.
   use: { trace: 'off', screenshot: 'off', video: 'off' },
   // Playwright starts tests in the order of their projects, then of their files: the longest
   // (billing holds, the sequences rule) go first, so that the run waits for nothing else.

@@ -6,7 +6,9 @@
  * - sessionFixtures (sessions.ts): the sessions a test provisions, always stopped afterwards;
  * - sequenceFixtures (sequences.ts): the seed of the sequences rule's random histories.
  */
-import { test as base } from '@playwright/test';
+// Playwright's test without its browser fixtures: no browser driver in each worker, and no trace
+// recorder or context options around each test. The suite calls the target with its own client.
+import { _baseTest as base } from '@playwright/test';
 import { checkFixtures } from './checks';
 import { clientFixtures } from './client';
 import { sequenceFixtures } from './sequences';
