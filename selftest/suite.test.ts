@@ -2,7 +2,7 @@
  * The suite's own shape: every test carries a stable id of the catalogue and only its level as a
  * tag, sits in its rule's spec file, and every id of the catalogue has its test; shipped
  * known-deviations files name existing checks; no import cycle, no import of the reference from
- * the suite, and no spec reads the environment.
+ * the suite, and no spec reads the environment; checks run quickly judge as Playwright's expect does.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -50,4 +50,29 @@ test('the layout holds: no import cycle, the suite never imports the reference, 
   assert.equal(code, 0, log);
   const specs = readdirSync(path.join(ROOT, 'tests', 'rules'));
   for (const spec of specs) assert.doesNotMatch(readFileSync(path.join(ROOT, 'tests', 'rules', spec), 'utf8'), /process\.env/, `${spec} reads process.env`);
+});
+
+// tests/support/expect.ts: plain comparisons first, Playwright's expect where one fails.
+test('checks run quickly agree with Playwright\'s expect: what passes, what fails, and the message', async () => {
+  const { checkQuickly, expect } = await import('../tests/support/expect');
+  const stop = { success: true, sessionDurationMs: 1250, creditsBilled: 0.041667 };
+  const cases: [string, () => void][] = [
+    ['toBe', () => expect(200).toBe(200)], ['toBe, another value', () => expect(404).toBe(200)], ['toBe, NaN', () => expect(NaN).toBe(NaN)],
+    ['toBe, 0 and -0', () => expect(-0).toBe(0)], ['toBe, an equal object', () => expect({}).toBe({})],
+    ['not.toBe', () => expect(undefined).not.toBe(true)], ['not.toBe, the same', () => expect(true).not.toBe(true)],
+    ['>=', () => expect(3).toBeGreaterThanOrEqual(3)], ['>=, below', () => expect(2.9).toBeGreaterThanOrEqual(3)], ['>=, a string', () => expect('5' as any).toBeGreaterThanOrEqual(3)],
+    ['<=', () => expect(3).toBeLessThanOrEqual(3)], ['<=, above', () => expect(3.1).toBeLessThanOrEqual(3)], ['<=, null', () => expect(null as any).toBeLessThanOrEqual(3)],
+    ['<', () => expect(499).toBeLessThan(500)], ['<, equal', () => expect(500).toBeLessThan(500)], ['<, NaN', () => expect(NaN).toBeLessThan(500)],
+    ['toContain', () => expect([200, 404]).toContain(404)], ['toContain, missing', () => expect([200, 404]).toContain(500)], ['toContain, NaN', () => expect([NaN]).toContain(NaN)],
+    ['toContain, a string', () => expect('a 404 answer').toContain('404')], ['toContain, "4" in a number', () => expect(404 as any).toContain(4)],
+    ['toEqual []', () => expect([]).toEqual([])], ['toEqual [], not empty', () => expect(['creditsBilled']).toEqual([])], ['toEqual [], an object', () => expect({} as any).toEqual([])], ['toEqual, expecting more', () => expect([]).toEqual(['creditsBilled'])],
+    ['toEqual, an object', () => expect({ a: 1 }).toEqual({ a: 1 })], ['toEqual, another object', () => expect({ a: 1 }).toEqual({ a: 2 })],
+    ['toMatchSchema', () => expect(stop).toMatchSchema('stop-result')], ['toMatchSchema, breaking it', () => expect({ ...stop, success: 'yes' }).toMatchSchema('stop-result')],
+    ['toMatch, no plain form', () => expect('Forbidden.').toMatch(/forbid/i)], ['toMatch, no plain form, failing', () => expect('Forbidden.').toMatch(/nothing/)],
+    ['a throw of the checks', () => { throw new TypeError('broken check'); }],
+  ];
+  const outcome = (run: () => void) => { try { run(); return 'pass'; } catch (error) { return String((error as Error).message); } };
+  for (const [name, check] of cases) assert.equal(outcome(() => checkQuickly(check)), outcome(check), name);
+  assert.equal(outcome(() => expect(1).toBe(1)), 'pass', 'after them, expect is Playwright\'s again');
+  assert.match(outcome(() => checkQuickly(() => expect(404, 'status').toBe(200))), /status[\s\S]*Expected: 200[\s\S]*Received: 404/);
 });

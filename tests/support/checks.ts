@@ -8,7 +8,7 @@
  * test that could not establish its fact either way.
  */
 import { test, type Fixtures, type TestInfo } from '@playwright/test';
-import { displayName, feature, historyId, label, testCaseId } from 'allure-js-commons';
+import { displayName, historyId, label, labels, testCaseId } from 'allure-js-commons';
 import type { KnownDeviation } from './deviations';
 import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from './errors';
 import { entryOf, RULES, ruleOf, testIdOf, type TestId } from './rules';
@@ -61,11 +61,14 @@ export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWor
       const id = testIdOf(testInfo.annotations);
       if (!id) throw new RunError(`"${testInfo.title}" has no test id: declare it with spec('<rule>/<test>') from tests/support/rules.ts`);
       const rule = RULES[ruleOf(id)];
-      await feature(rule.title);
-      await label('rule', ruleOf(id));
-      await label('testId', id);
-      await label('level', entryOf(id).level);
-      await label('specSection', rule.section);
+      // One message for all the labels: each runtime call is an attachment, with a step of its own.
+      await labels(
+        { name: 'feature', value: rule.title },
+        { name: 'rule', value: ruleOf(id) },
+        { name: 'testId', value: id },
+        { name: 'level', value: entryOf(id).level },
+        { name: 'specSection', value: rule.section },
+      );
       // History and test case follow the id, so a reworded title keeps its history.
       await historyId(id);
       await testCaseId(id);

@@ -6,7 +6,7 @@ import { expect as baseExpect } from '@playwright/test';
 import { redact } from './redact';
 import { schemaErrors, type SchemaName } from './schemas';
 
-export const expect = baseExpect.extend({
+const playwrightExpect = baseExpect.extend({
   toMatchSchema(received: any, name: SchemaName) {
     const errors = schemaErrors(received, name);
     const pass = errors.length === 0;
@@ -20,3 +20,51 @@ export const expect = baseExpect.extend({
     };
   },
 });
+
+/** Thrown by a plain comparison that does not hold: the checks then run again with Playwright's expect. */
+class NotQuick extends Error {}
+const notQuick = (): never => {
+  throw new NotQuick();
+};
+const isNumber = (value: unknown): value is number => typeof value === 'number';
+
+/**
+ * Plain forms of the matchers the suite's checks use, none more lenient than Playwright's own;
+ * any other matcher, or a failing one, sends the checks back to Playwright's expect.
+ */
+function plainMatchers(actual: any) {
+  return {
+    toBe: (expected: unknown) => void (Object.is(actual, expected) || notQuick()),
+    not: { toBe: (expected: unknown) => void (!Object.is(actual, expected) || notQuick()) },
+    toBeGreaterThanOrEqual: (expected: number) => void ((isNumber(actual) && actual >= expected) || notQuick()),
+    toBeLessThanOrEqual: (expected: number) => void ((isNumber(actual) && actual <= expected) || notQuick()),
+    toBeLessThan: (expected: number) => void ((isNumber(actual) && actual < expected) || notQuick()),
+    toContain: (expected: unknown) => void (((Array.isArray(actual) || typeof actual === 'string') && actual.indexOf(expected as never) !== -1) || notQuick()),
+    toEqual: (expected: unknown) => void ((Array.isArray(expected) && expected.length === 0 && Array.isArray(actual) && actual.length === 0) || notQuick()),
+    toMatchSchema: (name: SchemaName) => void (schemaErrors(actual, name).length === 0 || notQuick()),
+  };
+}
+
+let plain = false;
+
+export const expect = new Proxy(playwrightExpect, {
+  apply: (target, self, args: Parameters<typeof playwrightExpect>) => (plain ? new Proxy(plainMatchers(args[0]), { get: (matchers, name) => (matchers as any)[name] ?? notQuick() }) : Reflect.apply(target, self, args)),
+});
+
+/**
+ * Runs synchronous checks with plain comparisons first and, only when one does not hold, again with
+ * Playwright's expect, for its message: each of Playwright's assertions records a step with a
+ * stack, and the sequences rule checks thousands of answers a run. The outcome is the same.
+ */
+export function checkQuickly(checks: () => void): void {
+  plain = true;
+  try {
+    checks();
+    return;
+  } catch {
+    // Anything thrown (a comparison that failed, a matcher without a plain form, an error of the checks): Playwright's verdict decides.
+  } finally {
+    plain = false;
+  }
+  checks();
+}

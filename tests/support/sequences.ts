@@ -21,7 +21,7 @@ import { charges, expectCreditsFor, expectDurationWithin, type Interval } from '
 import { interactPath, summary, type Answer, type Client } from './client';
 import { expectRefusal, expectRevealsNothing } from './refusals';
 import { DeclaredBehaviour, plain, RunError } from './errors';
-import { expect } from './expect';
+import { checkQuickly, expect } from './expect';
 import { CapReached, type Sessions } from './sessions';
 import { recentRatePerMinute } from './cost';
 import type { Settings } from './settings';
@@ -179,7 +179,7 @@ function disagreement(error: unknown): string {
 /** Runs the model's expectations of one step; a disagreement goes into the history, then fails the history. */
 async function expecting(history: History, rule: string, expectations: () => void): Promise<void> {
   try {
-    expectations();
+    checkQuickly(expectations);
   } catch (error) {
     const message = `${rule}: ${disagreement(error)}`;
     history.note(`✗ ${message}`);
@@ -222,7 +222,7 @@ async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer
   if (answer.body?.creditsBilled === undefined) return;
   real.examined.charges += 1;
   try {
-    expectCreditsFor(answer.body, interval, real.settings);
+    checkQuickly(() => expectCreditsFor(answer.body, interval, real.settings));
   } catch (error) {
     const message = disagreement(error);
     // A charge the target's declared billing rule gives: its known deviation, never a failure.
