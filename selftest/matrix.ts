@@ -135,9 +135,9 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
         ...(!variant.breaks && severalSeeds ? { sequenceSeeds: SEEDS_OF_CORRECT_VARIANTS, sequenceRuns: 20 } : {}),
       }),
     );
-    // The bursts split among four processes, one at a time in each, beside the rest.
+    // The bursts split between two processes, one at a time in each, beside the rest.
     const bursts = specs.filter((spec) => spec.burst).map((spec) => spec.file);
-    const parts = [{ part: 'rest', files: specs.filter((spec) => !spec.burst).map((spec) => spec.file) }, ...[0, 1, 2, 3].map((n) => ({ part: `burst-${n}`, files: bursts.filter((_, index) => index % 4 === n) }))].filter((p) => p.files.length);
+    const parts = [{ part: 'rest', files: specs.filter((spec) => !spec.burst).map((spec) => spec.file) }, ...[0, 1].map((n) => ({ part: `burst-${n}`, files: bursts.filter((_, index) => index % 2 === n) }))].filter((p) => p.files.length);
     const env = (part: string, files: string[]) =>
       isolatedEnv({ SELFTEST_SPECS: JSON.stringify(files), SELFTEST_OUTPUT: output, SELFTEST_PART: part, SELFTEST_WORKERS: part === 'rest' ? '10' : '1', REPORTS_DIR: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '10000', ...MATRIX_SETTINGS, ...extraEnv });
     const runs = await Promise.all(parts.map(({ part, files }) => runCommand(PLAYWRIGHT, ['test', '-c', 'selftest/variants.config.ts'], env(part, files))));
