@@ -47,6 +47,18 @@ export function renderPerformance(bench: Bench): string {
     const byCap = (Object.entries(bench.caps.byCap) as [string, Bench][]).sort(([a], [b]) => (a === 'none' ? -1 : b === 'none' ? 1 : Number(a) - Number(b)));
     for (const [cap, figure] of byCap) lines.push(row([cap, figure.verdicts.join(', '), figure.medianSeconds, figure.ratio, figure.learnt.join(', ')]));
   }
+  if (bench.selftest) {
+    const { selftest } = bench;
+    lines.push('', "## Where `npm test`'s CPU time goes (`npm run bench selftest`)", '');
+    lines.push(`Every Node process of one \`npm test\` accounted at its exit: ${selftest.cpuSeconds} CPU-s in ${selftest.processes} processes, ${selftest.wallSeconds} s of wall time (exit ${selftest.exitCode}); ` +
+      `${selftest.ratio} times one \`npm run conformance --no-allure\` measured the same way (${selftest.baselineCpuSeconds} CPU-s). Goal: ${selftest.goal}.`, '');
+    for (const [title, groups] of [['Kind of process', selftest.byKind], ['Self-test file', selftest.byFile]] as [string, Bench][]) {
+      lines.push(`| ${title} | CPU-s | Share | Processes |`, '| - | - | - | - |');
+      for (const [name, group] of Object.entries(groups) as [string, Bench][]) lines.push(row([name, group.cpuSeconds, `${Math.round((100 * group.cpuSeconds) / selftest.cpuSeconds)}%`, group.processes]));
+      lines.push('');
+    }
+    lines.pop();
+  }
   const strictRuns = Object.entries(bench).filter(([name]) => name.startsWith('strictLimit')) as [string, Bench][];
   if (strictRuns.length) {
     lines.push('', '## Against a target of 10 stop/interact requests per minute per team (`npm run bench:strict-limit`)', '');

@@ -14,9 +14,10 @@
  *   throughput  reference throughput / a bare node:http server's, 404 and 401 paths         goal >= 0.8
  *   caps        the whole command against targets that cap each team's live sessions at 1, 2 and 4,
  *               wall time / the same target without a cap, and the cap each run learnt
+ *   selftest    npm test's CPU time, by kind of process and by self-test file / one npm run conformance's
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -118,6 +119,67 @@ async function command() {
   const seconds = median(runs.map((run) => run.seconds));
   const phases = Object.fromEntries(Object.keys(runs[0].phases).map((phase) => [phase, +median(runs.map((run) => run.phases[phase])).toFixed(2)]));
   return { seconds: +seconds.toFixed(2), runsSeconds: runs.map((run) => +run.seconds.toFixed(2)), phases, emptyTestSeconds: +median(floors).toFixed(2), floorSeconds: +floor.toFixed(2), ratio: +(seconds / floor).toFixed(2), goal: '<= 2 and under 10 s' };
+}
+
+/** Runs a command with every Node process it starts accounted (bench/cpu-account.cjs): its wall time, exit code and processes. */
+async function accounted(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ seconds: number; code: number; log: string; processes: { cpuSeconds: number; owner?: string; what: string }[] }> {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-cpu-')), 'processes.jsonl');
+  const preload = `--require ${path.join(__dirname, 'cpu-account.cjs')}`;
+  const started = performance.now();
+  const { code, log } = await runCommand(command, args, { ...env, NODE_OPTIONS: `${env.NODE_OPTIONS ?? ''} ${preload}`.trim(), CPU_ACCOUNT_FILE: file });
+  const processes = existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line)) : [];
+  return { seconds: (performance.now() - started) / 1000, code, log, processes };
+}
+
+/** What kind of process a command line is, for the CPU table. */
+function kindOf(what: string): string {
+  if (what.includes('workerProcessEntry')) return 'Playwright workers';
+  if (/playwright(\/test)?\/cli\.js test|\.bin\/playwright test/.test(what)) return 'Playwright runners';
+  if (/allure\/cli\.js/.test(what)) return 'Allure report builds';
+  if (/stop-session-conformance|scripts\/cli\.ts|embedded\.ts/.test(what)) return 'the command and its embedded reference';
+  if (what.endsWith('.test.ts')) return 'the self-test files (with their servers)';
+  return 'npm, npx, tsx and the rest';
+}
+
+/**
+ * Where npm test's CPU time goes, by kind of process and by self-test file, against one
+ * \`npm run conformance\` (median of 3) measured the same way. On two cores shared with another
+ * npm test, each gets about one core: npm test's CPU seconds are then about its wall time.
+ */
+async function selftestCpu() {
+  const sum = (processes: { cpuSeconds: number }[]) => processes.reduce((total, p) => total + p.cpuSeconds, 0);
+  const baselines: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const run = await accounted('npm', ['run', '--silent', 'conformance', '--', '--no-allure'], isolatedEnv({ REPORTS_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-cpu-run-')) }));
+    if (run.code !== 0) throw new Error(`npm run conformance failed:\n${run.log.slice(-2000)}`);
+    baselines.push(sum(run.processes));
+  }
+  // As CI runs it: none of the settings the self-tests' own runs are given.
+  const env = isolatedEnv({ CI: 'true' });
+  delete env.SEQUENCE_SECONDS;
+  delete env.SEQUENCE_BUDGET;
+  const gate = await accounted('npm', ['test'], env);
+  const total = sum(gate.processes);
+  const group = (key: (p: { owner?: string; what: string }) => string) => {
+    const groups: Record<string, { cpuSeconds: number; processes: number }> = {};
+    for (const p of gate.processes) {
+      const entry = (groups[key(p)] ??= { cpuSeconds: 0, processes: 0 });
+      entry.cpuSeconds += p.cpuSeconds;
+      entry.processes += 1;
+    }
+    return Object.fromEntries(Object.entries(groups).sort(([, a], [, b]) => b.cpuSeconds - a.cpuSeconds).map(([name, g]) => [name, { cpuSeconds: +g.cpuSeconds.toFixed(1), processes: g.processes }]));
+  };
+  return {
+    exitCode: gate.code,
+    wallSeconds: +gate.seconds.toFixed(1),
+    cpuSeconds: +total.toFixed(1),
+    processes: gate.processes.length,
+    baselineCpuSeconds: +median(baselines).toFixed(2),
+    ratio: +(total / median(baselines)).toFixed(1),
+    byKind: group((p) => kindOf(p.what)),
+    byFile: group((p) => p.owner ?? 'npm test itself'),
+    goal: 'under 300 CPU-s: about its wall time beside another npm test on two cores',
+  };
 }
 
 /**
@@ -291,7 +353,7 @@ async function throughput() {
     // first run
   }
   Object.assign(bench, { date: new Date().toISOString().slice(0, 10), cores: os.cpus().length, node: process.version });
-  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['sequences', sequences], ['suite', suiteOverhead], ['command', command], ['caps', caps]];
+  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['sequences', sequences], ['suite', suiteOverhead], ['command', command], ['caps', caps], ['selftest', selftestCpu]];
   for (const [name, run] of parts) {
     if (only && only !== name) continue;
     bench[name] = await run();
