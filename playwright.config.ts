@@ -50,7 +50,8 @@ export default defineConfig({
   // Playwright starts tests in the order of their projects, then of their files: the longest
   // (billing holds, the sequences rule) go first, so that the run waits for nothing else. Two
   // workers run the other tests, which are short: a worker costs about half a second of CPU to
-  // start, and more would end no sooner.
+  // start, and more would end no sooner (against a remote target, the sequences rule's minute
+  // outlasts them).
   projects: [
     { name: 'rules, longest first', testMatch: LONGEST, workers: 4 },
     { name: 'rules', testIgnore: LONGEST, workers: 2 },

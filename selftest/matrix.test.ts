@@ -29,7 +29,7 @@ test('the suite catches every faulty variant by its rule, passes every correct o
   console.log(`${renderMatrix(run)}\n${run.results.length} variants in ${(run.durationMs / 1000).toFixed(1)} s${rerun.length ? `; run again alone, their bursts too slow to tell the first time: ${rerun.join(', ')}` : ''}`);
   const wrong = run.results
     .filter((r) => r.verdict !== 'ok')
-    .map((r) => `${r.variant.name}: ${r.verdict}\n    ${r.tests.filter((t) => t.outcome !== 'pass').slice(0, 3).map((t) => `${t.id} ${t.outcome}: ${t.note}`).join('\n    ')}`);
+    .map((r) => `${r.variant.name}: ${r.verdict}\n    ${[r.problem, ...r.tests.filter((t) => t.outcome !== 'pass').slice(0, 3).map((t) => `${t.id} ${t.outcome}: ${t.note}`)].filter(Boolean).join('\n    ')}`);
   assert.deepEqual(wrong, [], 'variants with the wrong outcome');
   expectNoLeaks(run);
   // One caught order fault, shrunk: its counterexample is short enough to read.

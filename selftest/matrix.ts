@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, type ReferenceServer } from '../reference/server';
 import type { Variant } from './variants';
-import { RULES, testIdOf, ruleOf, type RuleId, type TestId } from '../tests/support/rules';
+import { RULES, TEST_IDS, testIdOf, ruleOf, type RuleId, type TestId } from '../tests/support/rules';
 import { outcomeOf, type Outcome } from '../tests/support/verdict';
 
 export interface TestOutcome {
@@ -28,6 +28,8 @@ export interface VariantResult {
   tests: TestOutcome[];
   activeSessions: number;
   verdict: 'ok' | 'MISSED' | 'FALSE ALARM' | 'WRONG RULE' | 'RUN ERROR';
+  /** Why a run is an error that no test reported: tests of its rules that did not run, or ran twice. */
+  problem?: string;
   /** Run a second time, alone: its burst was too slow to tell the first time. */
   rerun?: boolean;
 }
@@ -129,8 +131,9 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
   const output = mkdtempSync(path.join(os.tmpdir(), 'conformance-matrix-'));
   const servers: ReferenceServer[] = await Promise.all(variants.map((variant) => createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...variant.options })));
   try {
+    const rulesOf = (variant: Variant) => rules ?? rulesFor(variant, full) ?? (Object.keys(RULES) as RuleId[]);
     const specs = variants.flatMap((variant, index) =>
-      writeSpecs(output, variant.name, rules ?? rulesFor(variant, full) ?? (Object.keys(RULES) as RuleId[]), {
+      writeSpecs(output, variant.name, rulesOf(variant), {
         target: { baseURL: servers[index].url, embedded: true },
         ...(!variant.breaks && severalSeeds ? { sequenceSeeds: SEEDS_OF_CORRECT_VARIANTS, sequenceRuns: 20 } : {}),
       }),
@@ -147,7 +150,11 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
       const tests = byVariant.get(variant.name) ?? [];
       const caughtAs = variant.caughtAs ?? 'fail';
       const caughtBy = [...new Set(tests.filter((test) => test.outcome === caughtAs || test.outcome === 'fail').map((test) => ruleOf(test.id)))].sort();
-      return { variant, caughtBy, tests, activeSessions: servers[index].activeSessions().length, verdict: judge(variant, tests, caughtBy) };
+      // Each test of the variant's rules once: a test that never ran, or ran for another variant too, is an error of the matrix.
+      const ran = tests.map((test) => test.id).sort();
+      const expected = TEST_IDS.filter((id) => rulesOf(variant).includes(ruleOf(id))).sort();
+      const problem = JSON.stringify(ran) === JSON.stringify(expected) ? undefined : `ran ${ran.length} tests of its rules where ${expected.length} were due: missing ${JSON.stringify(expected.filter((id) => !ran.includes(id)))}, twice ${JSON.stringify(ran.filter((id, i) => ran.indexOf(id) !== i))}, others ${JSON.stringify(ran.filter((id) => !expected.includes(id)))}`;
+      return { variant, caughtBy, tests, activeSessions: servers[index].activeSessions().length, verdict: problem ? 'RUN ERROR' : judge(variant, tests, caughtBy), problem };
     });
     return { results, outputs: [output], log, durationMs: performance.now() - started };
   } finally {
@@ -157,7 +164,7 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
 
 /**
  * Writes the spec files that run `rules` against a variant with `options` (its server, its
- * seeds): the burst's, and one for every other rule, whose tests run one after the other in one
+ * seeds): the burst's, and one for all its other rules, whose tests run one after the other in one
  * worker, as against a real target that caps live sessions. Each loads the rules' modules afresh,
  * so that they register their tests again, in a group named for the variant: a few workers then
  * serve every variant.

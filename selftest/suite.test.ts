@@ -52,6 +52,11 @@ test('the layout holds: no import cycle, the suite never imports the reference, 
   for (const spec of specs) assert.doesNotMatch(readFileSync(path.join(ROOT, 'tests', 'rules', spec), 'utf8'), /process\.env/, `${spec} reads process.env`);
 });
 
+test("the suite's test is Playwright's without browser fixtures (tests/support/fixtures.ts falls back to the full one)", async () => {
+  const playwright = await import('@playwright/test');
+  assert.equal(typeof (playwright as { _baseTest?: unknown })._baseTest, 'function', 'this Playwright has no _baseTest: each test pays for browser fixtures again');
+});
+
 // tests/support/expect.ts: plain comparisons first, Playwright's expect where one fails.
 test('checks run quickly agree with Playwright\'s expect: what passes, what fails, and the message', async () => {
   const { checkQuickly, expect } = await import('../tests/support/expect');
@@ -69,6 +74,8 @@ test('checks run quickly agree with Playwright\'s expect: what passes, what fail
     ['toEqual, an object', () => expect({ a: 1 }).toEqual({ a: 1 })], ['toEqual, another object', () => expect({ a: 1 }).toEqual({ a: 2 })],
     ['toMatchSchema', () => expect(stop).toMatchSchema('stop-result')], ['toMatchSchema, breaking it', () => expect({ ...stop, success: 'yes' }).toMatchSchema('stop-result')],
     ['toMatch, no plain form', () => expect('Forbidden.').toMatch(/forbid/i)], ['toMatch, no plain form, failing', () => expect('Forbidden.').toMatch(/nothing/)],
+    ['>=, a string expected', () => expect(5).toBeGreaterThanOrEqual('3' as any)], ['<=, null expected', () => expect(5).toBeLessThanOrEqual(null as any)], ['<, undefined expected', () => expect(5).toBeLessThan(undefined as any)],
+    ['toContain, a number in a string', () => expect('a 404 answer').toContain(404 as any)], ['toContain, undefined in a string', () => expect('a 404 answer').toContain(undefined as any)],
     ['a throw of the checks', () => { throw new TypeError('broken check'); }],
   ];
   const outcome = (run: () => void) => { try { run(); return 'pass'; } catch (error) { return String((error as Error).message); } };

@@ -2,9 +2,10 @@
  * Playwright configuration for running the suite against many reference variants at once.
  * selftest/matrix.ts starts a server per variant and writes, per variant, spec files that aim
  * the rules' tests at it (the target is an option of each test), so that a few workers serve
- * every variant: a worker costs about a second of CPU to start. SELFTEST_PART picks the bursts or
- * every other file: bursts run one at a time in a run (their lock), so the matrix splits them
- * among several Playwright processes beside the first.
+ * every variant: a worker costs about half a second of CPU to start. SELFTEST_SPECS names the
+ * files this process runs: bursts run one at a time in a run (their lock), so the matrix splits
+ * them between two more Playwright processes beside the first; SELFTEST_PART names each
+ * process's report.
  */
 import path from 'node:path';
 import { defineConfig } from '@playwright/test';

@@ -52,7 +52,7 @@ export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWor
   /**
    * An option for the kit's variant matrix, where most faulty variants fail a test: a test that
    * failed is then marked as expected to, so that Playwright keeps its worker instead of starting
-   * another (about 0.75 s of CPU each). Outcomes are read from the results' status and errors.
+   * another (about half a second of CPU each). Outcomes are read from the results' status and errors.
    */
   keepWorkerOnFailure: [false, { scope: 'worker', option: true }],
 

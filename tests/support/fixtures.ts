@@ -6,9 +6,7 @@
  * - sessionFixtures (sessions.ts): the sessions a test provisions, always stopped afterwards;
  * - sequenceFixtures (sequences.ts): the seed of the sequences rule's random histories.
  */
-// Playwright's test without its browser fixtures: no browser driver in each worker, and no trace
-// recorder or context options around each test. The suite calls the target with its own client.
-import { _baseTest as base } from '@playwright/test';
+import * as playwright from '@playwright/test';
 import { checkFixtures } from './checks';
 import { clientFixtures } from './client';
 import { sequenceFixtures } from './sequences';
@@ -16,5 +14,10 @@ import { sessionFixtures } from './sessions';
 import { targetFixtures } from './target';
 
 export { expect } from './expect';
+
+// Playwright's test without its browser fixtures, where the installed Playwright has it: no browser
+// driver in each worker, and no trace recorder or context options around each test. The suite calls
+// the target with its own client.
+const base: playwright.TestType<object, object> = (playwright as { _baseTest?: playwright.TestType<object, object> })._baseTest ?? playwright.test;
 
 export const test = base.extend(targetFixtures).extend(clientFixtures).extend(checkFixtures).extend(sessionFixtures).extend(sequenceFixtures);
