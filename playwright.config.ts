@@ -15,7 +15,7 @@ export default defineConfig({
   testDir: 'tests/rules',
   outputDir: path.join(settings.reportsDir, 'test-results'),
   fullyParallel: true,
-  // The tests mostly wait on the target; see docs/performance.md for how this was chosen.
+  // The tests mostly wait on the target: six at once, four of them for the longest (projects below).
   workers: 6,
   retries: 0,
   timeout: settings.testTimeoutMs,
