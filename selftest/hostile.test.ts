@@ -393,7 +393,7 @@ describe('the command against hostile targets ends in bounded time, says what ha
       await until('every process of the run to end', () => running(tree.map((p) => p.pid)).length === 0, 5_000);
       assert.equal(signal, 'SIGKILL');
       const [jobId] = server.activeSessions().map((s) => s.jobId);
-      assert.ok(jobId, 'a killed run leaves its session running');
+      assert.ok(jobId, `a killed run leaves its session running; stopped on the server: ${JSON.stringify([...server.state.stopped.keys()])}; the run's output:\n${run.log().slice(-2000)}`);
 
       const cleanupStarted = performance.now();
       const first = await runCommand(process.execPath, [BIN, 'cleanup'], run.env);
