@@ -1,8 +1,9 @@
 /**
  * The whole gate, as CI runs it, several times: each run clones the committed HEAD afresh and runs
- * `.ci/run` there (`npm ci`, then `npm test`). With --beside, another fresh clone runs `npm test`
- * at the same time as each gate run, as on a busy shared runner. Prints each run's exit code, the
- * time `npm test` took, and every failing test.
+ * `.ci/run` there (`npm ci`, then `npm test`). With --beside, another fresh clone, installed
+ * beforehand, starts its `npm test` the moment the gate's own `npm test` starts, as on a busy shared
+ * runner: the two run side by side from their first test. Prints each run's exit code, the time
+ * `npm ci` and `npm test` took, and every failing test.
  *
  *   npm run flake:gate [-- <runs> [--beside]]     default: 5 runs, alone
  */
@@ -31,15 +32,20 @@ async function clone(): Promise<string> {
   return folder;
 }
 
-function run(command: string, args: string[], cwd: string): Promise<Gate> {
+/** Runs a command; `onOutput` sees its output as it comes. */
+function run(command: string, args: string[], cwd: string, onOutput: (log: string) => void = () => {}): Promise<Gate> {
   return new Promise((resolve) => {
     const started = performance.now();
     // CI's environment: a developer's .env, target or settings must not leak in.
     const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(BASE_URL|API_KEY|FOREIGN_API_KEY|BURST_API_KEY|KNOWN_DEVIATIONS|REPORTS_DIR|SEQUENCE_.*)$/.test(name)));
     const child = spawn(command, args, { cwd, env: { ...env, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
-    child.stdout.on('data', (chunk) => (log += chunk));
-    child.stderr.on('data', (chunk) => (log += chunk));
+    const take = (chunk: Buffer) => {
+      log += chunk;
+      onOutput(log);
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
     child.on('close', (code) => {
       const duration = /^# duration_ms ([\d.]+)/m.exec(log);
       resolve({
@@ -58,12 +64,20 @@ function run(command: string, args: string[], cwd: string): Promise<Gate> {
   for (let index = 1; index <= runs; index++) {
     const folder = await clone();
     const other = beside ? await clone() : undefined;
-    // The other copy installs first, so that its npm test, not its npm ci, runs beside the gate.
+    // The other copy installs first; its npm test starts with the gate's (npm's banner of the test script).
     if (other) await run('npm', ['ci', '--no-audit', '--no-fund'], other);
-    const [gate, load] = await Promise.all([run('bash', ['.ci/run'], folder), other ? run('npm', ['test'], other) : undefined]);
+    let load: Promise<Gate> | undefined;
+    let testStarted = 0;
+    const gate = await run('bash', ['.ci/run'], folder, (log) => {
+      if (testStarted || !/^> \S+ test$/m.test(log)) return;
+      testStarted = performance.now();
+      if (other) load = run('npm', ['test'], other);
+    });
+    const installed = testStarted ? `npm ci ${(gate.seconds - (performance.now() - testStarted) / 1000).toFixed(0)} s` : 'npm test never started';
+    const loaded = await load;
     results.push(gate);
     const took = gate.testSeconds === undefined ? '' : `, npm test ${gate.testSeconds.toFixed(0)} s`;
-    console.log(`run ${index}/${runs}${beside ? ' (another npm test beside it)' : ''}: exit ${gate.code} in ${gate.seconds.toFixed(0)} s${took}`);
+    console.log(`run ${index}/${runs}${beside ? ' (another npm test beside it)' : ''}: exit ${gate.code} in ${gate.seconds.toFixed(0)} s (${installed}${took})`);
     for (const failure of gate.failures) console.log(`    ${failure}`);
     if (gate.code !== 0) {
       const kept = path.join(os.tmpdir(), `gate-run-${index}-${Date.now()}.log`);
@@ -72,10 +86,10 @@ function run(command: string, args: string[], cwd: string): Promise<Gate> {
       const errors = gate.log.split('\n').filter((line, i, lines) => /^\s+error: /.test(line) || (/^\s+(\+|-) /.test(line) && lines.slice(Math.max(0, i - 12), i).some((l) => /error: /.test(l))));
       console.log(`    ${errors.slice(0, 30).join('\n    ')}\n    whole log: ${kept}`);
     }
-    if (load) console.log(`    the npm test beside it: exit ${load.code} in ${load.seconds.toFixed(0)} s${load.failures.length ? `; ${load.failures.join('; ')}` : ''}`);
-    if (load && load.code !== 0) {
+    if (loaded) console.log(`    the npm test beside it: exit ${loaded.code} in ${loaded.seconds.toFixed(0)} s${loaded.failures.length ? `; ${loaded.failures.join('; ')}` : ''}`);
+    if (loaded && loaded.code !== 0) {
       const kept = path.join(os.tmpdir(), `gate-beside-${index}-${Date.now()}.log`);
-      writeFileSync(kept, load.log);
+      writeFileSync(kept, loaded.log);
       console.log(`    its whole log: ${kept}`);
     }
     for (const dir of [folder, other]) if (dir) rmSync(dir, { recursive: true, force: true });
