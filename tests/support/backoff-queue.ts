@@ -67,7 +67,8 @@ export class BackoffQueue {
   private oldest(): string | undefined {
     let names: string[];
     try {
-      names = readdirSync(this.dir).sort();
+      // No folder until a request of the run meets 429: a listing that fails costs far more than a look.
+      names = existsSync(this.dir) ? readdirSync(this.dir).sort() : [];
     } catch {
       return undefined;
     }

@@ -168,6 +168,7 @@ export async function exchange(url: string, { method, headers, data, timeoutMs, 
       ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}),
       ...headers,
     };
+    let settled = false;
     return await new Promise<RawAnswer>((resolve, reject) => {
       let sentAt = 0;
       const options = { method, path: target.pathname + target.search, headers: allHeaders };
@@ -190,6 +191,7 @@ export async function exchange(url: string, { method, headers, data, timeoutMs, 
           } catch (error) {
             reject(error);
           }
+          settled = true;
         });
       };
       request = agent
@@ -198,7 +200,7 @@ export async function exchange(url: string, { method, headers, data, timeoutMs, 
       // A kept-alive connection the server closed just as it was reused: the request never reached it.
       request.on('error', (error) => reject(failure ?? Object.assign(error, { reusedSocket: request?.reusedSocket === true })));
       // Deferred: a complete answer's 'end' always comes first, and settles the promise.
-      (socket ?? request).on('close', () => setImmediate(() => reject(failure ?? new RunError('the connection closed before the answer was complete'))));
+      (socket ?? request).on('close', () => setImmediate(() => settled || reject(failure ?? new RunError('the connection closed before the answer was complete'))));
       sentAt = performance.now();
       request.end(body);
     });

@@ -8,7 +8,7 @@
  * while it is up: one a killed process left (whose id may be in use again) lapses within seconds.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { alive } from './backoff-queue';
@@ -67,10 +67,14 @@ export class QuietSpell {
   private mark(step: 1 | -1): void {
     const now = (inFlight.get(this.dir) ?? 0) + step;
     const file = path.join(this.dir, `sending-${process.pid}`);
-    if (step > 0 && now === 1) {
-      mkdirSync(this.dir, { recursive: true });
-      writeFileSync(file, '');
-    } else if (now === 0) rmSync(file, { force: true });
+    if (step > 0 && now === 1) writeMaking(file);
+    else if (now === 0) {
+      try {
+        unlinkSync(file);
+      } catch {
+        // not made
+      }
+    }
     inFlight.set(this.dir, now);
   }
 
@@ -88,10 +92,20 @@ export class QuietSpell {
   private others(kind: 'quiet' | 'sending'): number[] {
     let names: string[];
     try {
-      names = readdirSync(this.dir);
+      names = existsSync(this.dir) ? readdirSync(this.dir) : [];
     } catch {
       return [];
     }
     return names.filter((name) => name.startsWith(`${kind}-`) && !name.endsWith('.next')).map((name) => Number(name.slice(kind.length + 1))).filter((pid) => pid !== process.pid && alive(pid));
+  }
+}
+
+/** Writes an empty file, making its folder the first time: a request's marks are its hottest file operations. */
+export function writeMaking(file: string): void {
+  try {
+    writeFileSync(file, '');
+  } catch {
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, '');
   }
 }

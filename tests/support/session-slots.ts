@@ -10,10 +10,11 @@
  * that ended are ignored.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { alive } from './backoff-queue';
+import { writeMaking } from './quiet-spell';
 import { RunError } from './errors';
 
 let taken = 0;
@@ -43,8 +44,10 @@ export class SessionSlots {
   /** The cap on live sessions as the run knows it: stated, learnt, or undefined (none met yet). */
   cap(): number | undefined {
     if (this.statedCap !== undefined) return this.statedCap;
+    const file = path.join(this.dir, CAP_FILE);
+    if (!existsSync(file)) return undefined;
     try {
-      return (JSON.parse(readFileSync(path.join(this.dir, CAP_FILE), 'utf8')) as { cap: number }).cap;
+      return (JSON.parse(readFileSync(file, 'utf8')) as { cap: number }).cap;
     } catch {
       return undefined;
     }
@@ -59,15 +62,15 @@ export class SessionSlots {
       const cap = this.cap();
       const wanted = Math.min(count, cap ?? count);
       if (wanted === 0) return 0;
-      const took = this.locked(() => {
-        if (cap !== undefined && this.slotsInUse() + wanted > cap) return false;
-        for (let slot = 0; slot < wanted; slot++) {
-          const name = `slot-${process.pid}-${++taken}`;
-          writeFileSync(path.join(this.dir, name), '');
-          this.held.push(name);
-        }
-        return true;
-      });
+      // No cap known yet: nothing to check, and the slots only count once one is learnt.
+      const took =
+        cap === undefined
+          ? (this.write(wanted), true)
+          : this.locked(() => {
+              if (this.slotsInUse() + wanted > cap) return false;
+              this.write(wanted);
+              return true;
+            });
       if (took) return wanted;
       if (performance.now() > deadline) throw new RunError(`no room for ${wanted} live session(s) under the target's cap of ${cap} per team: the run's other tests held them past the back-off budget`);
       await sleep(POLL_MS, undefined, { signal });
@@ -76,7 +79,21 @@ export class SessionSlots {
 
   /** Gives back every slot this holder took. */
   release(): void {
-    for (const name of this.held.splice(0)) rmSync(path.join(this.dir, name), { force: true });
+    for (const name of this.held.splice(0)) {
+      try {
+        unlinkSync(path.join(this.dir, name));
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  private write(count: number): void {
+    for (let slot = 0; slot < count; slot++) {
+      const name = `slot-${process.pid}-${++taken}`;
+      writeMaking(path.join(this.dir, name));
+      this.held.push(name);
+    }
   }
 
   /** What a 429 to an interact that would open a session, with the limiter's room shown, teaches: the cap is at most `live`. */
