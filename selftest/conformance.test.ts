@@ -323,40 +323,37 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     assert.equal(missing.code, 3, 'one shard of two is incomplete');
   });
 
-  test('bad configurations stop before any test with one message and exit code 2', async () => {
+  test('bad configurations stop before any test with one message, listing every problem, and exit code 2', async () => {
     const unknownDeviation = path.join(tempDir('deviations-'), 'unknown.json');
     writeFileSync(unknownDeviation, JSON.stringify({ deviations: [{ test: 'billing/credits-of-a-renamed-test', check: 'credits', reason: 'whole-credit billing' }] }));
-    const cases: [Record<string, string>, RegExp, string[]?][] = [
-      [{ BASE_URL: 'http://127.0.0.1:9' }, /API_KEY .*is not/],
-      [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'same-key-1', FOREIGN_API_KEY: 'same-key-1' }, /same key/],
-      [{ BASE_URL: 'not a url', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, /not a valid URL/],
-      [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, /unreachable/],
-      [{ BASE_URL: 'http://api.example.com', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, /plain http to api\.example\.com: the keys would travel in clear/],
-      [{ API_KEY: 'a-key-0001' }, /without BASE_URL/],
-      [{ BURST_API_KEY: 'c-key-0003' }, /without BASE_URL/],
-      [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002', BURST_API_KEY: 'a-key-0001' }, /BURST_API_KEY is the same key as API_KEY or FOREIGN_API_KEY/],
-      [{ BURST_REQUESTS: 'many' }, /BURST_REQUESTS must be an integer/],
-      [{ KNOWN_DEVIATIONS: 'missing.json' }, /does not exist/],
-      [{ KNOWN_DEVIATIONS: unknownDeviation }, /entry 1 \("billing\/credits-of-a-renamed-test"\): "test" must be the id of a test/],
-      [{}, /no rule has the id nonsense/, ['--rule', 'nonsense']],
-      [{}, /Unknown option '--bogus'/, ['--bogus']],
+    // Settings are checked as a whole: problems that do not hide one another share a run, and its one message lists them all.
+    const cases: [Record<string, string>, RegExp[], string[]?][] = [
+      [{ BASE_URL: 'http://127.0.0.1:9' }, [/API_KEY .*is not/]],
+      [{ BASE_URL: 'not a url', API_KEY: 'same-key-1', FOREIGN_API_KEY: 'same-key-1', BURST_REQUESTS: 'many', KNOWN_DEVIATIONS: 'missing.json' }, [/not a valid URL/, /same key/, /BURST_REQUESTS must be an integer/, /does not exist/]],
+      [{ BASE_URL: 'http://127.0.0.1:9', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, [/unreachable/]],
+      [{ BASE_URL: 'http://api.example.com', API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002', BURST_API_KEY: 'a-key-0001' }, [/plain http to api\.example\.com: the keys would travel in clear/, /BURST_API_KEY is the same key as API_KEY or FOREIGN_API_KEY/]],
+      [{ API_KEY: 'a-key-0001', KNOWN_DEVIATIONS: unknownDeviation }, [/without BASE_URL/, /entry 1 \("billing\/credits-of-a-renamed-test"\): "test" must be the id of a test/]],
+      [{ BURST_API_KEY: 'c-key-0003' }, [/without BASE_URL/]],
+      [{}, [/no rule has the id nonsense/], ['--rule', 'nonsense']],
+      [{}, [/Unknown option '--bogus'/], ['--bogus']],
     ];
     // A folder another live run writes to (this process stands for it).
     const busy = tempDir('busy-reports-');
     writeFileSync(path.join(busy, '.run.lock'), String(process.pid));
-    cases.push([{ REPORTS_DIR: busy }, /Another run \(process \d+\) is writing to/]);
-    const runs = cases.flatMap(([env, message, args], index) => {
+    cases.push([{ REPORTS_DIR: busy }, [/Another run \(process \d+\) is writing to/]]);
+    const runs = cases.flatMap(([env, messages, args], index) => {
       const commands: [string, string[]][] = [[process.execPath, [BIN, ...(args ?? [])]]];
       // Playwright's own command loads the same settings through playwright.config.ts: a missing key, an unreachable target, a busy folder.
-      if (index === 0 || index === 3 || index === cases.length - 1) commands.push([PLAYWRIGHT, ['test']]);
-      return commands.map(([command, commandArgs]) => ({ env, message, args, command, commandArgs }));
+      if (index === 0 || index === 2 || index === cases.length - 1) commands.push([PLAYWRIGHT, ['test']]);
+      return commands.map(([command, commandArgs]) => ({ env, messages, args, command, commandArgs }));
     });
     // Four at a time: each is a process start and a message.
     for (let next = 0; next < runs.length; next += 4) {
-      await Promise.all(runs.slice(next, next + 4).map(async ({ env, message, args, command, commandArgs }) => {
+      await Promise.all(runs.slice(next, next + 4).map(async ({ env, messages, args, command, commandArgs }) => {
         const { code, log } = await runCommand(command, commandArgs, isolatedEnv({ REPORTS_DIR: tempDir('bad-config-'), ...env }));
         assert.equal(code, 2, `${JSON.stringify(env)} ${args ?? ''}: ${log}`);
-        assert.match(log, message);
+        for (const message of messages) assert.match(log, message);
+        assert.ok((log.match(/Configuration error/g)?.length ?? 0) <= 1, `one message:\n${log}`);
         assert.doesNotMatch(log, /passed|failed|at .*\.ts:\d+/, 'no test ran and no stack trace');
       }));
     }

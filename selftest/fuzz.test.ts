@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { createReferenceServer, loadTeams } from '../reference/server';
 import { schemaErrors } from '../tests/support/schemas';
 
-const REQUESTS = 10_000;
+const REQUESTS = 5_000;
 const CONCURRENCY = 32;
 const [owner, foreign] = loadTeams();
 

@@ -52,8 +52,9 @@ export function isolatedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   for (const name of Object.keys(env)) {
     if (/^(BASE_URL|API_KEY|FOREIGN_API_KEY|BURST_API_KEY|KNOWN_DEVIATIONS|STRICT|REPORTS_DIR|CI|SEQUENCE_.*|CONFORMANCE_EMBEDDED_URL)$/.test(name)) delete env[name];
   }
-  // Against external targets too, the sequences rule searches as against the embedded reference: a test that needs the defaults passes ''.
-  return { ...env, SEQUENCE_SECONDS: '10', SEQUENCE_BUDGET: '300', ...extra };
+  // A short search, against external targets too: these runs check the command, the matrix searches
+  // each variant deeply (MATRIX_SETTINGS). A test that needs the defaults passes ''.
+  return { ...env, SEQUENCE_SECONDS: '10', SEQUENCE_BUDGET: '100', ...extra };
 }
 
 export function runCommand(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Promise<{ code: number; log: string }> {
@@ -142,7 +143,7 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
     const bursts = specs.filter((spec) => spec.burst).map((spec) => spec.file);
     const parts = [{ part: 'rest', files: specs.filter((spec) => !spec.burst).map((spec) => spec.file) }, ...[0, 1].map((n) => ({ part: `burst-${n}`, files: bursts.filter((_, index) => index % 2 === n) }))].filter((p) => p.files.length);
     const env = (part: string, files: string[]) =>
-      isolatedEnv({ SELFTEST_SPECS: JSON.stringify(files), SELFTEST_OUTPUT: output, SELFTEST_PART: part, SELFTEST_WORKERS: part === 'rest' ? '10' : '1', REPORTS_DIR: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '10000', ...MATRIX_SETTINGS, ...extraEnv });
+      isolatedEnv({ SELFTEST_SPECS: JSON.stringify(files), SELFTEST_OUTPUT: output, SELFTEST_PART: part, SELFTEST_WORKERS: part === 'rest' ? '6' : '1', REPORTS_DIR: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '10000', ...MATRIX_SETTINGS, ...extraEnv });
     const runs = await Promise.all(parts.map(({ part, files }) => runCommand(PLAYWRIGHT, ['test', '-c', 'selftest/variants.config.ts'], env(part, files))));
     const log = runs.map((run) => run.log).join('\n');
     const byVariant = readReports(parts.map(({ part }) => path.join(output, `report-${part}.json`)), log);
