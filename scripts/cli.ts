@@ -265,6 +265,12 @@ async function finish(settings: Settings, signalled: NodeJS.Signals | undefined,
   return summary.exitCode;
 }
 
+/** NODE_OPTIONS that preload the code cache of Playwright's bundles (scripts/code-cache.cjs) into its processes. */
+function withCodeCache(options = ''): string {
+  const preload = `--require ${JSON.stringify(path.join(__dirname, 'code-cache.cjs'))}`;
+  return options.includes(preload) ? options : `${options} ${preload}`.trim();
+}
+
 /**
  * Runs Playwright in its own process group, so that a Ctrl-C reaches it once (from here, never
  * twice, which would skip its teardown). SIGINT and SIGTERM are forwarded, both as SIGINT: the one
@@ -278,7 +284,7 @@ function runPlaywright(args: string[], settings: Settings): Promise<NodeJS.Signa
       // fd 3: a pipe that closes when this process ends, however it ends; the run then winds down (global-setup.ts).
       stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
       detached: true,
-      env: { ...process.env, [COMMAND_PIPE_VARIABLE]: '3' },
+      env: { ...process.env, [COMMAND_PIPE_VARIABLE]: '3', NODE_OPTIONS: withCodeCache(process.env.NODE_OPTIONS) },
     });
     let signalled: NodeJS.Signals | undefined;
     const forward = (signal: NodeJS.Signals) => {

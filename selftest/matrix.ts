@@ -45,6 +45,8 @@ export interface MatrixRun {
 
 export const ROOT = path.join(__dirname, '..');
 export const PLAYWRIGHT = path.join(ROOT, 'node_modules', '.bin', 'playwright');
+/** What the command preloads into Playwright's processes; the matrix runs Playwright itself, and does too. */
+const CODE_CACHE = path.join(ROOT, 'scripts', 'code-cache.cjs');
 
 /** Environment for a suite run that must not pick up a developer's .env, target or settings. */
 export function isolatedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
@@ -143,7 +145,7 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
     const bursts = specs.filter((spec) => spec.burst).map((spec) => spec.file);
     const parts = [{ part: 'rest', files: specs.filter((spec) => !spec.burst).map((spec) => spec.file) }, ...[0, 1].map((n) => ({ part: `burst-${n}`, files: bursts.filter((_, index) => index % 2 === n) }))].filter((p) => p.files.length);
     const env = (part: string, files: string[]) =>
-      isolatedEnv({ SELFTEST_SPECS: JSON.stringify(files), SELFTEST_OUTPUT: output, SELFTEST_PART: part, SELFTEST_WORKERS: part === 'rest' ? '10' : '1', REPORTS_DIR: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '10000', ...MATRIX_SETTINGS, ...extraEnv });
+      isolatedEnv({ NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${JSON.stringify(CODE_CACHE)}`.trim(), SELFTEST_SPECS: JSON.stringify(files), SELFTEST_OUTPUT: output, SELFTEST_PART: part, SELFTEST_WORKERS: part === 'rest' ? '10' : '1', REPORTS_DIR: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '10000', ...MATRIX_SETTINGS, ...extraEnv });
     const runs = await Promise.all(parts.map(({ part, files }) => runCommand(PLAYWRIGHT, ['test', '-c', 'selftest/variants.config.ts'], env(part, files))));
     const log = runs.map((run) => run.log).join('\n');
     const byVariant = readReports(parts.map(({ part }) => path.join(output, `report-${part}.json`)), log);

@@ -6,7 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
 import { entryOf, RULES, ruleOf, testIdOf, TEST_IDS, type TestId } from '../tests/support/rules';
@@ -55,6 +56,25 @@ test('the layout holds: no import cycle, the suite never imports the reference, 
 test("the suite's test is Playwright's without browser fixtures (tests/support/fixtures.ts falls back to the full one)", async () => {
   const playwright = await import('@playwright/test');
   assert.equal(typeof (playwright as { _baseTest?: unknown })._baseTest, 'function', 'this Playwright has no _baseTest: each test pays for browser fixtures again');
+});
+
+test("Playwright's bundles load from the code cache the command preloads: the first process writes it, the next reads all of it", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'code-cache-'));
+  const preload = path.join(ROOT, 'scripts', 'code-cache.cjs');
+  // Playwright's test API and its runner's entry, as a worker loads them; then what the cache did.
+  const script = "const { test } = require('@playwright/test'); require('playwright/lib/program'); if (typeof test !== 'function') process.exit(3); process.on('exit', () => console.log(JSON.stringify(globalThis[Symbol.for('stop-session-conformance.code-cache')])));";
+  const load = async () => {
+    const { code, log } = await runCommand(process.execPath, ['--require', preload, '-e', script], { ...isolatedEnv({ CONFORMANCE_CODE_CACHE: dir }), NODE_OPTIONS: '' });
+    assert.equal(code, 0, log);
+    return JSON.parse(log.trim().split('\n').at(-1)!) as { dir: string; hits: number; misses: number; builtIn: boolean };
+  };
+  const first = await load();
+  assert.equal(first.dir, dir);
+  assert.ok(readdirSync(dir).length > 0, 'the first process wrote the cache');
+  if (first.builtIn) return; // Node 22 and later: module.enableCompileCache keeps it, with no count of its own
+  assert.ok(first.misses >= 3 && first.hits === 0, JSON.stringify(first));
+  const second = await load();
+  assert.deepEqual([second.hits, second.misses], [first.misses, 0], 'the second process compiled none of them');
 });
 
 // tests/support/expect.ts: plain comparisons first, Playwright's expect where one fails.
