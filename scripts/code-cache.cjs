@@ -70,7 +70,7 @@ function install(dir, state) {
     }
     if (cachedData && !script.cachedDataRejected) state.hits += 1;
     else (state.misses += 1), unwritten.push({ file, script });
-    return script.runInThisContext()(this.exports, requireOf(this), this, filename, path.dirname(filename));
+    return script.runInThisContext().call(this.exports, this.exports, requireOf(this), this, filename, path.dirname(filename));
   };
 }
 

@@ -236,14 +236,14 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     }
   });
 
-  // Every rule under a cap of 1 and of 2 is the matrix's (session-cap-1, session-cap-2-no-retry-after); these runs check what the command makes of a cap.
   test('a target that caps each team\'s live sessions passes: the run learns the cap, its tests take turns under it, and the summary says so', async () => {
-    for (const [cap, args] of [[2, ['--rule', 'billing', '--rule', 'rate-limit']], [1, ['--rule', 'rate-limit', '--rule', 'sequences', '--rule', 'owner-stop']]] as const) {
+    // Every rule under a cap of 2: a busy runner starts workers seconds apart, and fewer rules need not hold three sessions at once.
+    for (const [cap, args] of [[2, []], [1, ['--rule', 'rate-limit', '--rule', 'sequences', '--rule', 'owner-stop']]] as const) {
       const { server, env } = await external(capsSessions(cap, false).behaviour);
       try {
         const run = await conformance([...args], { ...env, BURST_API_KEY: SECRETS[2] });
-        assert.equal(run.code, 3, run.log.slice(-3000));
-        assert.deepEqual(new Set(Object.values(run.statuses)), new Set(['pass', 'not run']), JSON.stringify(notPassing(run.summary!).filter((t) => t.outcome !== 'not run')));
+        assert.equal(run.code, args.length ? 3 : 0, run.log.slice(-3000));
+        assert.deepEqual(new Set(Object.values(run.statuses)), new Set(args.length ? ['pass', 'not run'] : ['pass']), JSON.stringify(notPassing(run.summary!).filter((t) => t.outcome !== 'not run')));
         assert.equal(run.summary!.sessionCap?.cap, cap, 'the cap the run met');
         assert.match(run.summary!.sessionCap!.how, /^learnt from refused interacts of the (owner|burst)( and (owner|burst))? teams?$/);
         assert.match(run.log, new RegExp(`SESSION CAP: ${cap} live session\\(s\\) per team`));
