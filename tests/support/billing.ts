@@ -120,14 +120,22 @@ export function expectCreditsFor(body: JsonBody, interval: Interval, settings: T
  */
 export function expectSurvived(stop: Answer, session: Session, refusal: Answer, settings: Tolerances): { notVerifiable?: string } {
   const whole = measuredInterval(session, stop);
+  // The most a clock restarted at the refusal could give: a duration or charge within it proves nothing.
+  const restartedHi = stop.receivedAt - refusal.sentAt + settings.durationToleranceMs;
   if (stop.body?.sessionDurationMs !== undefined) {
     expectDurationWithin(stop.body, whole, settings);
-    return {};
+    const duration = stop.body.sessionDurationMs as number;
+    if (duration > restartedHi) return {};
+    return {
+      notVerifiable:
+        `sessionDurationMs ${duration} fits the whole session (${describeInterval(whole)}) and a clock restarted at the refusal alike (at most ${restartedHi.toFixed(1)} ms): ` +
+        'the exchanges took too long to tell a session that lived through the refusal from one restarted by it',
+    };
   }
   const credits = stop.body?.creditsBilled;
   if (typeof credits === 'number') {
     const wholeMin = proratedRange(whole.lo - settings.durationToleranceMs, 0).min;
-    const restartedMax = proratedRange(0, stop.receivedAt - refusal.sentAt + settings.durationToleranceMs).max;
+    const restartedMax = proratedRange(0, restartedHi).max;
     if (wholeMin > restartedMax + settings.creditTolerance) {
       expect(credits, `creditsBilled ${credits} must cover the whole session (${describeInterval(whole)}): at least ${wholeMin.toFixed(6)}`).toBeGreaterThanOrEqual(+(wholeMin - settings.creditTolerance).toFixed(6));
       return {};

@@ -16,10 +16,12 @@ import type { Identity } from './target';
 
 /**
  * How long the session is held before a refusal and after it: large against
- * DURATION_TOLERANCE_MS, so that a clock restarted or a session ended at the refusal is off by
- * more than the tolerance allows.
+ * DURATION_TOLERANCE_MS and against how long the target takes to answer (`exchangeMs`: the
+ * session's own interact), so that a clock restarted or a session ended at the refusal is off by
+ * more than the measurement can hide. A slow target, or a busy runner, lengthens it.
  */
-export const refusalHoldMs = (settings: Pick<Settings, 'durationToleranceMs'>) => Math.max(100, 5 * settings.durationToleranceMs);
+export const refusalHoldMs = (settings: Pick<Settings, 'durationToleranceMs'>, exchangeMs = 0) =>
+  Math.max(100, 5 * settings.durationToleranceMs, 2 * settings.durationToleranceMs + 4 * exchangeMs);
 
 /** The fields of a stop result: a refusal must never carry them. */
 const STOP_RESULT_FIELDS = ['sessionDurationMs', 'creditsBilled'];
@@ -105,7 +107,7 @@ interface RefusalContext {
  */
 export async function refuseThenOwnerStops(context: RefusalContext, refuser: Identity, expectRefused: (answer: Answer) => void, { interactAfter = false } = {}): Promise<void> {
   const { api, sessions, session, check, settings, owner } = context;
-  const holdMs = refusalHoldMs(settings);
+  const holdMs = Math.round(refusalHoldMs(settings, session.created.receivedAt - session.created.sentAt));
   await test.step(`hold the session ${holdMs} ms`, () => sleep(holdMs - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
   const refusal = await test.step(`${refuser.name} asks to stop the session`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser }));
   await check('refused', () => expectRefused(refusal));
