@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { defineConfig } from '@playwright/test';
 import { loadSettingsOrExit } from './tests/support/settings';
+import { filesOf, RULE_IDS } from './tests/support/rules';
 import { burstHasOwnTeam, registerKeys } from './tests/support/target';
 import type { SummaryOptions } from './tests/support/summary-reporter';
 import { version } from './package.json';
@@ -9,6 +10,8 @@ const settings = loadSettingsOrExit();
 // The reporters run here: what they write is redacted too.
 registerKeys({ baseURL: settings.baseURL ?? '', embedded: settings.embedded }, settings);
 const LONGEST = ['**/10-sequences.spec.ts', '**/02-billing.spec.ts'];
+/** Tests that judge the whole run (the account check): a teardown of the project every other test depends on. */
+const LAST = RULE_IDS.flatMap((rule) => filesOf(rule).slice(1).map((file) => `**/${file}`));
 const target = settings.embedded ? 'embedded reference' : settings.baseURL!;
 
 export default defineConfig({
@@ -52,8 +55,12 @@ export default defineConfig({
   // workers run the other tests, which are short: a worker costs about half a second of CPU to
   // start, and more would end no sooner (against a remote target, the sequences rule's minute
   // outlasts them).
+  // The last project runs once every test of the others has ended, failed or not: Playwright runs a
+  // project's teardown after all that depend on it, and 'the run' is an empty project for that alone.
   projects: [
-    { name: 'rules, longest first', testMatch: LONGEST, workers: 4 },
-    { name: 'rules', testIgnore: LONGEST, workers: 2 },
+    { name: 'the run', testMatch: /^$/, teardown: 'after the run' },
+    { name: 'rules, longest first', testMatch: LONGEST, workers: 4, dependencies: ['the run'] },
+    { name: 'rules', testIgnore: [...LONGEST, ...LAST], workers: 2, dependencies: ['the run'] },
+    { name: 'after the run', testMatch: LAST },
   ],
 });

@@ -42,6 +42,15 @@ export interface Charge {
   teamId: string;
   durationMs: number;
   credits: number;
+  /** When it was charged (the state's clock). */
+  at: number;
+}
+
+/** What a scrape cost its team, as the hosted service prices a basic scrape (one credit, reported as data.metadata.creditsUsed). */
+export interface ScrapeCharge {
+  teamId: string;
+  credits: number;
+  at: number;
 }
 
 export interface ReferenceState {
@@ -50,6 +59,7 @@ export interface ReferenceState {
   sessions: Map<string, Session>;
   stopped: Map<string, Session>;
   charges: Charge[];
+  scrapes: ScrapeCharge[];
   clock: () => number;
 }
 
@@ -61,6 +71,8 @@ export interface Behaviour {
   scrape(team: Team, body: unknown): Reply;
   interact(team: Team, jobId: string, body: unknown): Reply;
   stop(team: Team, jobId: string): Reply;
+  /** The team's credit counter (GET /v2/team/credit-usage), as the hosted service keeps one. */
+  account(team: Team): Reply;
   bill(durationMs: number): number;
   error(status: number, message: string, headers?: Record<string, string>): Reply;
   send(res: http.ServerResponse, reply: Reply): void;
@@ -96,6 +108,10 @@ export interface ReferenceServer {
  */
 export const DEFAULT_RATE_LIMIT = { limit: 180, windowMs: 1000, burstTeamLimit: 40 };
 export const MAX_BODY_BYTES = 1_000_000;
+/** Each team's credits for the period: the counter starts there and every charge takes from it. */
+export const PLAN_CREDITS = 100_000;
+export const SCRAPE_CREDITS = 1;
+export const CREDIT_USAGE_PATH = '/v2/team/credit-usage';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const INTERACT_PATH = /^\/v2\/scrape\/([^/]*)\/interact$/;
 const EMPTY = Buffer.alloc(0);
@@ -127,7 +143,8 @@ function referenceBehaviour(self: Behaviour, state: ReferenceState, rateLimit: R
       if (typeof url !== 'string' || url.length === 0) return self.error(400, 'Body must be a JSON object with a string "url".');
       const jobId = randomUUID();
       state.jobs.set(jobId, { jobId, teamId: team.id, url, createdAt: state.clock() });
-      return { status: 200, body: { success: true, data: { metadata: { scrapeId: jobId, sourceURL: url } } } };
+      state.scrapes.push({ teamId: team.id, credits: SCRAPE_CREDITS, at: state.clock() });
+      return { status: 200, body: { success: true, data: { metadata: { scrapeId: jobId, sourceURL: url, creditsUsed: SCRAPE_CREDITS } } } };
     },
     interact(team, jobId, body) {
       const problem = interactBodyProblem(body);
@@ -146,8 +163,12 @@ function referenceBehaviour(self: Behaviour, state: ReferenceState, rateLimit: R
       state.stopped.set(jobId, session);
       const durationMs = Math.max(0, Math.round(state.clock() - session.startedAt));
       const credits = self.bill(durationMs);
-      state.charges.push({ jobId, teamId: team.id, durationMs, credits });
+      state.charges.push({ jobId, teamId: team.id, durationMs, credits, at: state.clock() });
       return { status: 200, body: { success: true, sessionDurationMs: durationMs, creditsBilled: credits } };
+    },
+    account(team) {
+      const spent = [...state.charges, ...state.scrapes].filter((charge) => charge.teamId === team.id).reduce((sum, charge) => sum + charge.credits, 0);
+      return { status: 200, body: { success: true, data: { remainingCredits: PLAN_CREDITS - spent, planCredits: PLAN_CREDITS, billingPeriodStart: null, billingPeriodEnd: null } } };
     },
     bill: creditsFor,
     error: (status, message, headers) => ({ status, body: { success: false, error: message }, headers }),
@@ -178,10 +199,11 @@ function interactBodyProblem(body: unknown): string | undefined {
   return undefined;
 }
 
-const limiterKeys = new WeakMap<Team, Record<'interact' | 'scrape', string>>();
-function limiterKey(team: Team, group: 'interact' | 'scrape'): string {
+type Limiter = 'interact' | 'scrape' | 'account';
+const limiterKeys = new WeakMap<Team, Record<Limiter, string>>();
+function limiterKey(team: Team, group: Limiter): string {
   let keys = limiterKeys.get(team);
-  if (!keys) limiterKeys.set(team, (keys = { interact: `${team.id}:interact`, scrape: `${team.id}:scrape` }));
+  if (!keys) limiterKeys.set(team, (keys = { interact: `${team.id}:interact`, scrape: `${team.id}:scrape`, account: `${team.id}:account` }));
   return keys[group];
 }
 
@@ -214,15 +236,16 @@ function route(behaviour: Behaviour, logging: boolean, req: http.IncomingMessage
   const query = url.indexOf('?');
   const pathname = query < 0 ? url : url.slice(0, query);
   const interact = INTERACT_PATH.exec(pathname);
-  const allowed = pathname === '/v2/scrape' ? 'POST' : interact ? 'POST, DELETE' : undefined;
+  const account = pathname === CREDIT_USAGE_PATH;
+  const allowed = pathname === '/v2/scrape' ? 'POST' : interact ? 'POST, DELETE' : account ? 'GET' : undefined;
   if (!allowed) return behaviour.error(404, 'Not found.');
-  if (req.method !== 'POST' && (req.method !== 'DELETE' || !interact)) return behaviour.error(405, 'Method not allowed.', { Allow: allowed });
+  if (!allowed.split(', ').includes(req.method ?? '')) return behaviour.error(405, 'Method not allowed.', { Allow: allowed });
   if (raw === 'too large') return behaviour.error(413, 'Request body too large.');
 
   const authorization = req.headers.authorization;
   const team = behaviour.authenticate(authorization);
   // As in the hosted service, scrape has its own limiter and interact and stop share one.
-  const decision = behaviour.limit(team ? limiterKey(team, interact ? 'interact' : 'scrape') : `addr:${req.socket.remoteAddress}`);
+  const decision = behaviour.limit(team ? limiterKey(team, interact ? 'interact' : account ? 'account' : 'scrape') : `addr:${req.socket.remoteAddress}`);
   if (!decision.allowed) {
     return behaviour.error(429, `Rate limit exceeded, retry after ${decision.retryAfterSeconds}s.`, { 'Retry-After': String(decision.retryAfterSeconds) });
   }
@@ -231,6 +254,7 @@ function route(behaviour: Behaviour, logging: boolean, req: http.IncomingMessage
     return behaviour.error(401, bearerToken(authorization) === undefined ? 'Unauthorized: Token missing' : 'Unauthorized: Invalid token');
   }
   if (logging) teamOf.set(res, team.id);
+  if (account) return behaviour.account(team);
   return operate(behaviour, team, req.method!, interact?.[1], raw);
 }
 
@@ -276,6 +300,7 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
     sessions: new Map(),
     stopped: new Map(),
     charges: [],
+    scrapes: [],
     clock: options.clock ?? (() => performance.now()),
   };
   const behaviour = {} as Behaviour;

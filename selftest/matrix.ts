@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, type ReferenceServer } from '../reference/server';
 import type { Variant } from './variants';
-import { RULES, TEST_IDS, testIdOf, ruleOf, type RuleId, type TestId } from '../tests/support/rules';
+import { filesOf, RULES, TEST_IDS, testIdOf, ruleOf, type RuleId, type TestId } from '../tests/support/rules';
 import { outcomeOf, type Outcome } from '../tests/support/verdict';
 
 export interface TestOutcome {
@@ -178,7 +178,8 @@ function writeSpecs(output: string, variant: string, rules: RuleId[], options: R
   const groups = [{ burst: false, rules: rules.filter((rule) => rule !== 'rate-limit') }, { burst: true, rules: rules.filter((rule) => rule === 'rate-limit') }];
   return groups.filter((group) => group.rules.length).map(({ burst, rules: chosen }) => {
     const file = path.join(folder, burst ? 'burst.spec.js' : 'rules.spec.js');
-    const files = chosen.map((rule) => path.join(ROOT, 'tests', RULES[rule].file));
+    // A rule's tests that judge the whole run (the account) come after every other test of the variant.
+    const files = [...chosen.map((rule) => filesOf(rule)[0]), ...chosen.flatMap((rule) => filesOf(rule).slice(1))].map((file) => path.join(ROOT, 'tests', file));
     writeFileSync(
       file,
       [

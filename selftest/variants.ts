@@ -416,7 +416,7 @@ export const orderFaults: Variant[] = [
           if (!stopped.get(jobId)) return reply;
           const durationMs = Math.max(0, Math.round(state.clock() - ended.startedAt));
           const credits = base.bill(durationMs);
-          state.charges.push({ jobId, teamId: team.id, durationMs, credits });
+          state.charges.push({ jobId, teamId: team.id, durationMs, credits, at: state.clock() });
           return { status: 200, body: { success: true, sessionDurationMs: durationMs, creditsBilled: credits } };
         },
       };

@@ -4,10 +4,11 @@
  * A session exists from some moment inside the interact call that created it until some moment
  * inside the stop call, so its true duration lies in [stop sent - interact answered, stop
  * answered - interact sent]. `sessionDurationMs` must lie in that interval widened by
- * DURATION_TOLERANCE_MS on each side (server clock granularity and rounding), and
- * `creditsBilled` must be 2 credits per minute for that duration prorated by the second:
- * between floor(seconds) x 2/60 and ceil(seconds) x 2/60 (per-second floor, ceil, nearest or
- * exact are all accepted), widened by 0.005 credits for rounding in JSON.
+ * DURATION_TOLERANCE_MS on each side (server clock granularity and rounding); where the target's
+ * known-deviations file declares its own clock (`clock.resolutionMs`), by one step of it more and
+ * nothing wider. `creditsBilled` must be 2 credits per minute for that duration prorated by the
+ * second: between floor(seconds) x 2/60 and ceil(seconds) x 2/60 (per-second floor, ceil, nearest
+ * or exact are all accepted), widened by 0.005 credits for rounding in JSON.
  */
 import type { Answer, JsonBody } from './client';
 import type { BillingRule } from './deviations';
@@ -18,24 +19,15 @@ import type { Settings } from './settings';
 
 export const CREDITS_PER_MINUTE = 2;
 
-/**
- * Whether a stop's answer charges: 200 with a creditsBilled that is not zero. With `first`, the
- * stop that ended the session, an answer repeating its duration and credits exactly is a replay
- * of that stop's result, not a new charge.
- */
-export function charges(answer: Answer, first?: Answer): boolean {
-  const credits = answer.body?.creditsBilled;
-  if (answer.status !== 200 || credits === undefined || credits === 0) return false;
-  const replay = first?.body !== undefined && credits === first.body.creditsBilled && answer.body?.sessionDurationMs === first.body.sessionDurationMs;
-  return !replay;
-}
-
 export interface Interval {
   lo: number;
   hi: number;
 }
 
-type Tolerances = Pick<Settings, 'durationToleranceMs' | 'creditTolerance'>;
+type Tolerances = Pick<Settings, 'durationToleranceMs' | 'creditTolerance'> & Partial<Pick<Settings, 'declaredClock'>>;
+
+/** One step of the target's declared clock, or 0: how far a duration it reports may lie past the measured interval. */
+export const clockStepMs = (settings: Partial<Pick<Settings, 'declaredClock'>>) => settings.declaredClock?.resolutionMs ?? 0;
 
 export function measuredInterval(session: Session, stop: Answer): Interval {
   return { lo: stop.sentAt - session.created.receivedAt, hi: stop.receivedAt - session.created.sentAt };
@@ -48,17 +40,33 @@ export function proratedRange(loMs: number, hiMs: number): { min: number; max: n
   return { min: Math.floor(Math.max(0, loMs) / 1000) * perSecond, max: Math.ceil(hiMs / 1000) * perSecond };
 }
 
-/** sessionDurationMs, when given, must lie in the measured interval widened by the tolerance. */
-export function expectDurationWithin(body: JsonBody, interval: Interval, settings: Tolerances): void {
+/**
+ * Where sessionDurationMs lies against the measured interval: undefined within it (widened by the
+ * tolerance), or else the declared clock's reason and a sentence when one step of that clock more
+ * admits it. Anything else throws, saying both bounds.
+ */
+export function durationVerdict(body: JsonBody, interval: Interval, settings: Tolerances): { message: string; reason: string } | undefined {
   const duration = body?.sessionDurationMs;
-  if (duration === undefined) return;
+  if (duration === undefined) return undefined;
   const tolerance = settings.durationToleranceMs;
+  const step = clockStepMs(settings);
   const lo = +(interval.lo - tolerance).toFixed(1);
   const hi = +(interval.hi + tolerance).toFixed(1);
   const where = `sessionDurationMs ${JSON.stringify(duration)} must lie in the measured interval [${lo}, ${hi}] ms (${describeInterval(interval)} measured, ±${tolerance} ms tolerance)`;
   expect(typeof duration, where).toBe('number');
-  expect(duration, where).toBeGreaterThanOrEqual(lo);
-  expect(duration, where).toBeLessThanOrEqual(hi);
+  if (duration >= lo && duration <= hi) return undefined;
+  const declared = settings.declaredClock;
+  const [wideLo, wideHi] = [+(lo - step).toFixed(1), +(hi + step).toFixed(1)];
+  const widened = declared ? `${where}; the target's declared clock counts in steps of ${step} ms, so it may lie one step further, in [${wideLo}, ${wideHi}] ms` : where;
+  expect(duration, widened).toBeGreaterThanOrEqual(wideLo);
+  expect(duration, widened).toBeLessThanOrEqual(wideHi);
+  return { message: `${widened}, and it does`, reason: declared!.reason };
+}
+
+/** sessionDurationMs, when given, must lie in the measured interval widened by the tolerance (and one step of a declared clock: its declared behaviour). */
+export function expectDurationWithin(body: JsonBody, interval: Interval, settings: Tolerances): void {
+  const declared = durationVerdict(body, interval, settings);
+  if (declared) throw new DeclaredBehaviour(declared.message, declared.reason);
 }
 
 /** What a billing rule charges for a duration; monotone, so an interval of durations gives an interval of charges. */
@@ -92,7 +100,9 @@ export function expectCreditsFor(body: JsonBody, interval: Interval, settings: T
   const credits = body?.creditsBilled;
   const duration = body?.sessionDurationMs;
   const tolerance = settings.durationToleranceMs;
-  const [lo, hi] = typeof duration === 'number' ? [duration - tolerance, duration + tolerance] : [interval.lo - tolerance, interval.hi + tolerance];
+  // The target bills its own clock: the duration it reports, or else the measured interval widened by a step of its declared clock.
+  const step = clockStepMs(settings);
+  const [lo, hi] = typeof duration === 'number' ? [duration - tolerance, duration + tolerance] : [interval.lo - tolerance - step, interval.hi + tolerance + step];
   const { min, max } = proratedRange(lo, hi);
   const basis = `${typeof duration === 'number' ? `sessionDurationMs ${duration}` : 'the measured interval'} ±${tolerance} ms, ${Math.max(0, lo).toFixed(1)}..${hi.toFixed(1)} ms`;
   const within = (low: number, high: number) => typeof credits === 'number' && credits >= +(low - settings.creditTolerance).toFixed(6) && credits <= +(high + settings.creditTolerance).toFixed(6);
@@ -116,25 +126,28 @@ export function expectCreditsFor(body: JsonBody, interval: Interval, settings: T
  * Whether the owner's stop after a refusal proves that the session ran on through the refusal:
  * a duration covering the whole session, or a charge no session begun at the refusal could reach.
  * A bare `{"success": true}` proves nothing (a target may answer a repeat stop that way), so the
- * answer is then "not verifiable", never a pass.
+ * answer is then "not verifiable", never a pass. Against a declared clock, both the whole session
+ * and a clock restarted at the refusal may be off by one of its steps; `declared` says when the
+ * duration needed that step.
  */
-export function expectSurvived(stop: Answer, session: Session, refusal: Answer, settings: Tolerances): { notVerifiable?: string } {
+export function expectSurvived(stop: Answer, session: Session, refusal: Answer, settings: Tolerances): { notVerifiable?: string; declared?: { message: string; reason: string } } {
   const whole = measuredInterval(session, stop);
+  const step = clockStepMs(settings);
   // The most a clock restarted at the refusal could give: a duration or charge within it proves nothing.
-  const restartedHi = stop.receivedAt - refusal.sentAt + settings.durationToleranceMs;
+  const restartedHi = stop.receivedAt - refusal.sentAt + settings.durationToleranceMs + step;
   if (stop.body?.sessionDurationMs !== undefined) {
-    expectDurationWithin(stop.body, whole, settings);
+    const declared = durationVerdict(stop.body, whole, settings);
     const duration = stop.body.sessionDurationMs as number;
-    if (duration > restartedHi) return {};
+    if (duration > restartedHi) return declared ? { declared } : {};
     return {
       notVerifiable:
-        `sessionDurationMs ${duration} fits the whole session (${describeInterval(whole)}) and a clock restarted at the refusal alike (at most ${restartedHi.toFixed(1)} ms): ` +
+        `sessionDurationMs ${duration} fits the whole session (${describeInterval(whole)}${step ? `, ±${step} ms for the target's clock` : ''}) and a clock restarted at the refusal alike (at most ${restartedHi.toFixed(1)} ms): ` +
         'the exchanges took too long to tell a session that lived through the refusal from one restarted by it',
     };
   }
   const credits = stop.body?.creditsBilled;
   if (typeof credits === 'number') {
-    const wholeMin = proratedRange(whole.lo - settings.durationToleranceMs, 0).min;
+    const wholeMin = proratedRange(whole.lo - settings.durationToleranceMs - step, 0).min;
     const restartedMax = proratedRange(0, restartedHi).max;
     if (wholeMin > restartedMax + settings.creditTolerance) {
       expect(credits, `creditsBilled ${credits} must cover the whole session (${describeInterval(whole)}): at least ${wholeMin.toFixed(6)}`).toBeGreaterThanOrEqual(+(wholeMin - settings.creditTolerance).toFixed(6));

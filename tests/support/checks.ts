@@ -3,8 +3,11 @@
  *
  * `check(name, body)` runs one check as a report step. When it fails and the target's file
  * declares exactly that deviation (test id, check name, and message pattern if given), the test
- * ends there as a known deviation; a failure anywhere else in the test still fails it. A declared
- * check that passes fails the test, so that the file stays true. `notVerifiable(reason)` ends a
+ * ends there as a known deviation; a failure anywhere else in the test still fails it. Where the
+ * check found what the file states the target does instead (its billing rule, its clock, its
+ * scheme word: DeclaredBehaviour), the test goes on, so that its later checks still judge, and
+ * ends as a known deviation unless one of them fails. A declared check that passes fails the
+ * test, so that the file stays true. `notVerifiable(reason)` ends a
  * test that could not establish its fact either way.
  */
 import { test, type Fixtures, type TestInfo } from '@playwright/test';
@@ -23,7 +26,16 @@ export function notVerifiable(reason: string): never {
   throw new Error('unreachable: test.skip ends the test');
 }
 
-function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>): Check {
+/** The declared behaviours a test met, each with its reason: the test ends as a known deviation once its checks are done. */
+type Declared = { name: string; message: string; reason: string }[];
+
+async function markKnownDeviation(testInfo: TestInfo, name: string, reason: string): Promise<void> {
+  testInfo.annotations.push({ type: 'known-deviation', description: `${name}: ${reason}` });
+  await label('knownDeviation', reason);
+  await displayName(`[known deviation] ${testInfo.title}`);
+}
+
+function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>, declared: Declared): Check {
   const { checks } = entryOf(id);
   return async (name, body) => {
     if (!checks.includes(name)) throw new RunError(`check "${name}" is not in the catalogue of ${id} (tests/support/rules.ts)`);
@@ -34,13 +46,18 @@ function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInf
         outcomes.set(name, 'passed');
       } catch (error) {
         const message = plain(String((error as Error)?.message ?? error));
-        // The target did what its file declares it does instead (its billing rule), or failed exactly as an entry says.
-        const reason = error instanceof DeclaredBehaviour ? error.reason : deviation && !(error instanceof RunError) && (!deviation.message || deviation.message.test(message)) ? deviation.reason : undefined;
+        if (error instanceof DeclaredBehaviour) {
+          // The target did what its file states it does instead: recorded, and the test goes on.
+          outcomes.set(name, 'deviated');
+          declared.push({ name, message, reason: error.reason });
+          await markKnownDeviation(testInfo, name, error.reason);
+          return;
+        }
+        // The target failed exactly as an entry of its file says.
+        const reason = deviation && !(error instanceof RunError) && (!deviation.message || deviation.message.test(message)) ? deviation.reason : undefined;
         if (reason === undefined) throw error;
         outcomes.set(name, 'deviated');
-        testInfo.annotations.push({ type: 'known-deviation', description: `${name}: ${reason}` });
-        await label('knownDeviation', reason);
-        await displayName(`[known deviation] ${testInfo.title}`);
+        await markKnownDeviation(testInfo, name, reason);
         testInfo.fail(true, `Known deviation of this target: ${reason}`);
         throw new KnownDeviationError(`${id} › ${name}: ${reason}\n${message}`);
       }
@@ -80,7 +97,13 @@ export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWor
 
   check: async ({ testId, settings }, use, testInfo) => {
     const outcomes = new Map<string, 'passed' | 'deviated'>();
-    await use(createCheck(testId, settings.knownDeviations, testInfo, outcomes));
+    const declared: Declared = [];
+    await use(createCheck(testId, settings.knownDeviations, testInfo, outcomes, declared));
+    if (declared.length && testInfo.status !== 'skipped') {
+      // Every other check passed: the test is a known deviation. One failed: it stays a failure, the declared behaviours beside it.
+      if (testInfo.status === 'passed') testInfo.fail(true, `Known deviation of this target: ${declared[0].reason}`);
+      throw new KnownDeviationError(declared.map(({ name, message, reason }) => `${testId} › ${name}: ${reason}\n${message}`).join('\n'));
+    }
     const stale = settings.knownDeviations.filter((entry) => entry.test === testId && outcomes.get(entry.check) === 'passed');
     if (stale.length) {
       throw new Error(

@@ -25,6 +25,7 @@ import { BackoffQueue } from './backoff-queue';
 import { countCredits, countRequest, countScrape, writeSpend } from './cost';
 import { QuietSpell } from './quiet-spell';
 import { Ledger, ledgerFile } from './ledger';
+import { settlementOf } from './settlements';
 import { redact, redactAuthorization, redactHeaders } from './redact';
 import { RunError } from './errors';
 import type { Settings } from './settings';
@@ -360,10 +361,12 @@ async function sendOnce({ target, settings }: ClientOptions, signal: AbortSignal
   return { method, path, status: raw.status, headers: redactHeaders(raw.headers), text, body, sentAt: raw.sentAt, receivedAt: raw.receivedAt, attempts };
 }
 
-/** The owner's stop that ended a session goes in the ledger; the exchange goes in the report. */
+/** The owner's stop that ended a session, and every settlement a stop reported, go in the ledger; the exchange goes in the report. */
 async function record({ target, ledger, attach }: ClientOptions, answer: Answer, request: SendOptions): Promise<void> {
   const jobId = JOB_OF_PATH.exec(answer.path)?.[1];
   if (answer.method === 'POST' && answer.path === '/v2/scrape' && answer.status === 200) countScrape();
+  const settled = jobId && answer.method === 'DELETE' ? settlementOf(answer) : undefined;
+  if (ledger && jobId && settled) ledger.settled({ target: target.baseURL, jobId, identity: request.as.name, ...settled });
   // A repeat stop that replays the first one's result is no new charge.
   if (jobId && answer.method === 'DELETE' && answer.status === 200 && !(request.as.owner && ledger?.endedHere(target.baseURL, jobId, request.as.name))) countCredits(answer.body?.creditsBilled);
   if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {

@@ -6,6 +6,11 @@
  *     "deviations": [{ "test": "authentication/basic-scheme", "check": "refused",
  *                      "message": "answered 200", "reason": "..." }] }
  *
+ * `clock` states that durations come from the target's own clock, in steps of `resolutionMs` (the
+ * hosted service's browser backend counts whole seconds): a duration check then accepts the measured
+ * interval widened by one step on each side, and every proof that needs a duration holds long
+ * enough to be decided at that resolution.
+ *
  * `billing` states the target's billing rule instead of the specification's: every credits check
  * (billing/*, sequences/random-histories) then computes the charge the rule gives for the measured
  * duration, and a charge outside it still fails. Each entry of `deviations` names a stable test id
@@ -47,10 +52,17 @@ export interface DeclaredSchemeWord {
   reason: string;
 }
 
+/** Durations come from the target's clock, which counts in steps of `resolutionMs`. */
+export interface DeclaredClock {
+  resolutionMs: number;
+  reason: string;
+}
+
 export interface KnownDeviations {
   deviations: KnownDeviation[];
   billing?: DeclaredBilling;
   authentication?: DeclaredSchemeWord;
+  clock?: DeclaredClock;
 }
 
 /** The checks a declared scheme word decides: an entry for them would excuse what the declaration checks. */
@@ -77,18 +89,30 @@ function readBillingRule(value: unknown, problems: string[]): DeclaredBilling | 
   return { rule: rule as unknown as BillingRule, reason: reason as string };
 }
 
+function readClock(value: unknown, problems: string[]): DeclaredClock | undefined {
+  if (value === undefined) return undefined;
+  const { resolutionMs, reason, ...rest } = (value ?? {}) as Record<string, unknown>;
+  if (!(typeof resolutionMs === 'number' && Number.isInteger(resolutionMs) && resolutionMs >= 1 && resolutionMs <= 60_000)) {
+    problems.push(`clock.resolutionMs must be a whole number of milliseconds from 1 to 60000 (got ${JSON.stringify(resolutionMs ?? null)}).`);
+  }
+  if (Object.keys(rest).length) problems.push(`clock has fields this suite does not know: ${Object.keys(rest).join(', ')}.`);
+  if (typeof reason !== 'string' || reason.trim().length < 10) problems.push('clock.reason must say why, with numbers where there are some.');
+  return { resolutionMs: resolutionMs as number, reason: reason as string };
+}
+
 export function readKnownDeviations(file: string): KnownDeviations {
-  let parsed: { deviations?: unknown; billing?: unknown; authentication?: unknown };
+  let parsed: { deviations?: unknown; billing?: unknown; authentication?: unknown; clock?: unknown };
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
     throw new Error(`${file} is not valid JSON (${(error as Error).message}).`);
   }
-  if (!Array.isArray(parsed?.deviations ?? []) || (parsed?.deviations === undefined && parsed?.billing === undefined && parsed?.authentication === undefined)) {
-    throw new Error(`${file} must hold {"billing": {"rule", "reason"}}, {"authentication": {"schemeWord", "reason"}} or {"deviations": [{"test", "check", "reason"}]}.`);
+  if (!Array.isArray(parsed?.deviations ?? []) || (parsed?.deviations === undefined && parsed?.billing === undefined && parsed?.authentication === undefined && parsed?.clock === undefined)) {
+    throw new Error(`${file} must hold {"billing": {"rule", "reason"}}, {"clock": {"resolutionMs", "reason"}}, {"authentication": {"schemeWord", "reason"}} or {"deviations": [{"test", "check", "reason"}]}.`);
   }
   const problems: string[] = [];
   const billing = readBillingRule(parsed.billing, problems);
+  const clock = readClock(parsed.clock, problems);
   const authentication = parsed.authentication as DeclaredSchemeWord | undefined;
   if (authentication !== undefined && (authentication?.schemeWord !== 'ignored' || typeof authentication.reason !== 'string' || authentication.reason.trim().length < 10)) {
     problems.push('authentication must be {"schemeWord": "ignored", "reason": "..."}: the key is taken after any scheme word.');
@@ -133,5 +157,5 @@ export function readKnownDeviations(file: string): KnownDeviations {
     deviations.push({ test: entry.test, check: entry.check, message, reason: entry.reason });
   });
   if (problems.length) throw new Error(`${file}:\n    ${problems.join('\n    ')}`);
-  return { deviations, billing, authentication };
+  return { deviations, billing, authentication, clock };
 }

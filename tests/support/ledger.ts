@@ -2,16 +2,29 @@
  * The run ledger (`<reports>/ledger.jsonl`): every scrape job the suite created, written as soon
  * as the scrape answers (before any session exists), and every owner's stop that ended one. A
  * session left open in the ledger is stopped by the test's teardown, by the global teardown, or
- * by `npm run cleanup` after a run that was killed. Identity names only, never a key.
+ * by `npm run cleanup` after a run that was killed. It also keeps what the run was charged, as the
+ * target's answers said: every settlement a stop reported, and the price of every scrape, which
+ * the account check (account.ts) holds the account to. Identity names only, never a key.
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { redact } from './redact';
+import { sameSettlement, type Settled } from './settlements';
 
 export type LedgerEntry =
   | { event: 'created'; at: string; target: string; embedded: boolean; jobId: string; identity: string; test?: string }
   | { event: 'live' | 'opening' | 'not-opened' | 'maybe-open'; at: string; target: string; jobId: string; identity: string }
-  | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number };
+  | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number }
+  | ({ event: 'settled'; at: string; target: string; jobId: string; identity: string } & Settled)
+  | { event: 'scraped'; at: string; target: string; jobId?: string; identity: string; credits?: number };
+
+/** What the run was charged on one team's account, as the target's answers said (account.ts). */
+export interface Spending {
+  /** The distinct settlements reported for each session of the team's jobs, and how many answers reported them. */
+  settlements: { jobId: string; settled: Settled[]; reports: number }[];
+  /** The team's scrapes: how many, what those that gave a price (data.metadata.creditsUsed) cost, and how many gave none. */
+  scrapes: { count: number; credits: number; unpriced: number };
+}
 
 export const ledgerFile = (reportsDir: string) => path.join(reportsDir, 'ledger.jsonl');
 
@@ -37,6 +50,38 @@ export class Ledger {
   ended(entry: { target: string; jobId: string; identity: string; status: number }): void {
     this.write({ event: 'ended', at: new Date().toISOString(), ...entry });
     this.endedInThisProcess.add(`${entry.target} ${entry.jobId} ${entry.identity}`);
+  }
+
+  /** A stop's answer settled the session on `jobId` (whoever sent it): its duration and credits as reported. */
+  settled(entry: { target: string; jobId: string; identity: string } & Settled): void {
+    this.write({ event: 'settled', at: new Date().toISOString(), ...entry });
+  }
+
+  /** A scrape answered 200, with its price when the answer gave one. */
+  scraped(entry: { target: string; jobId?: string; identity: string; credits?: number }): void {
+    this.write({ event: 'scraped', at: new Date().toISOString(), ...entry });
+  }
+
+  /** What the run was charged on the account of the team `identity` stands for: the settlements of the jobs it created, and its scrapes. */
+  spending(target: string, identity: string): Spending {
+    // A job's sessions, one after the other: an interact that opened a new one on a stopped job wrote 'created' again.
+    const jobs = new Map<string, { settled: Settled[]; reports: number }[]>();
+    const scrapes = { count: 0, credits: 0, unpriced: 0 };
+    for (const entry of this.entries()) {
+      if (entry.target !== target) continue;
+      if (entry.event === 'created' && entry.identity === identity) jobs.set(entry.jobId, [...(jobs.get(entry.jobId) ?? []), { settled: [], reports: 0 }]);
+      else if (entry.event === 'settled' && jobs.has(entry.jobId)) {
+        const session = jobs.get(entry.jobId)!.at(-1)!;
+        session.reports += 1;
+        if (!session.settled.some((other) => sameSettlement(other, entry))) session.settled.push({ credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) });
+      } else if (entry.event === 'scraped' && entry.identity === identity) {
+        scrapes.count += 1;
+        if (typeof entry.credits === 'number') scrapes.credits += entry.credits;
+        else scrapes.unpriced += 1;
+      }
+    }
+    const settlements = [...jobs].flatMap(([jobId, sessions]) => sessions.filter((session) => session.reports > 0).map((session) => ({ jobId, ...session })));
+    return { settlements, scrapes };
   }
 
   /** Whether a stop by the team that owns the job, sent from this process, ended its session. */
@@ -67,7 +112,7 @@ export class Ledger {
     const [sent, received] = [Math.floor(sentAt), Math.ceil(receivedAt)];
     const episodes = new Map<string, { openedAt: number; outcome?: 'live' | 'not-opened' | 'maybe-open'; endedAt?: number }[]>();
     for (const entry of this.entries()) {
-      if (entry.target !== target || entry.jobId === except || entry.identity !== identity) continue;
+      if (entry.target !== target || entry.jobId === undefined || entry.jobId === except || entry.identity !== identity || entry.event === 'scraped') continue;
       const at = Date.parse(entry.at);
       const list = episodes.get(entry.jobId) ?? [];
       episodes.set(entry.jobId, list);
@@ -108,7 +153,7 @@ export class Ledger {
       if (entry.event === 'created') (open.set(key, entry), live.delete(key));
       else if (entry.event === 'live' || entry.event === 'opening' || entry.event === 'maybe-open') live.add(key);
       else if (entry.event === 'not-opened') live.delete(key);
-      else if (open.get(key)?.identity === entry.identity) (open.delete(key), live.delete(key));
+      else if (entry.event === 'ended' && open.get(key)?.identity === entry.identity) (open.delete(key), live.delete(key));
     }
     return { open: [...open.values()], live };
   }

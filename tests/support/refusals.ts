@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from '@playwright/test';
-import { expectSurvived } from './billing';
+import { clockStepMs, expectSurvived } from './billing';
 import { notVerifiable, type Check } from './checks';
 import { DeclaredBehaviour } from './errors';
 import { interactPath, summary, type Answer, type Client } from './client';
@@ -16,12 +16,15 @@ import type { Identity } from './target';
 
 /**
  * How long the session is held before a refusal and after it: large against
- * DURATION_TOLERANCE_MS and against how long the target takes to answer (`exchangeMs`: the
- * session's own interact), so that a clock restarted or a session ended at the refusal is off by
- * more than the measurement can hide. A slow target, or a busy runner, lengthens it.
+ * DURATION_TOLERANCE_MS, against how long the target takes to answer (`exchangeMs`: the session's
+ * own interact) and against two steps of the target's declared clock (the whole session and a
+ * restarted one may each be off by one), so that a clock restarted or a session ended at the
+ * refusal is off by more than the measurement can hide. A slow target, or a busy runner, lengthens it.
  */
-export const refusalHoldMs = (settings: Pick<Settings, 'durationToleranceMs'>, exchangeMs = 0) =>
-  Math.max(100, 5 * settings.durationToleranceMs, 2 * settings.durationToleranceMs + 4 * exchangeMs);
+export const refusalHoldMs = (settings: Pick<Settings, 'durationToleranceMs'> & Partial<Pick<Settings, 'declaredClock'>>, exchangeMs = 0) => {
+  const step = clockStepMs(settings);
+  return Math.max(100, 5 * settings.durationToleranceMs, 2 * (settings.durationToleranceMs + step) + 4 * exchangeMs + step / 4);
+};
 
 /** The fields of a stop result: a refusal must never carry them. */
 const STOP_RESULT_FIELDS = ['sessionDurationMs', 'creditsBilled'];
@@ -126,11 +129,13 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
  * session lived through the refusal; where no proof is possible, the test is not verifiable.
  */
 export async function checkSurvived(check: Check, name: string, stop: Answer, session: Session, refusal: Answer, settings: Settings): Promise<void> {
-  let proof: { notVerifiable?: string } = {};
+  let proof: ReturnType<typeof expectSurvived> = {};
   await check(name, () => {
     expect(stop.status, `the session must still be running: ${summary(stop)}`).toBe(200);
     expect(stop.body).toMatchSchema('stop-result');
     proof = expectSurvived(stop, session, refusal, settings);
+    // Proven, with a duration the target's declared clock accounts for: its declared behaviour.
+    if (proof.declared && !proof.notVerifiable) throw new DeclaredBehaviour(proof.declared.message, proof.declared.reason);
   });
   if (proof.notVerifiable) notVerifiable(proof.notVerifiable);
 }

@@ -19,6 +19,8 @@ interface RuleEntry {
   title: string;
   section: string;
   file: string;
+  /** Tests of the rule that judge the whole run: they run after every other test (a project teardown). */
+  lastFile?: string;
   tests: Record<string, TestEntry>;
 }
 
@@ -91,10 +93,12 @@ export const RULES = {
     title: 'Rule 7: a stop is final for everyone and never charged twice',
     section: 'States and transitions; Endpoints › Rules 2-4',
     file: 'rules/07-stop-is-final.spec.ts',
+    lastFile: 'rules/07-stop-is-final.account.spec.ts',
     tests: {
       'second-stop': inferred(['first-stop', 'second-stop', 'no-second-charge']),
       'simultaneous-stops': inferred(['one-succeeds', 'answers', 'charged-once']),
       'final-for-everyone': must(['first-stop', 'refused', 'reveals-nothing', 'still-stopped']),
+      account: inferred(['charged-as-settled']),
     },
   },
   'malformed-job-id': {
@@ -136,6 +140,12 @@ type TestsOf<R extends RuleId> = keyof (typeof RULES)[R]['tests'] & string;
 export type TestId = { [R in RuleId]: `${R}/${TestsOf<R>}` }[RuleId];
 
 export const RULE_IDS = Object.keys(RULES) as RuleId[];
+
+/** The files of a rule's tests, its last file (tests that judge the whole run) after the rest. */
+export function filesOf(rule: RuleId): string[] {
+  const entry: RuleEntry = RULES[rule];
+  return entry.lastFile ? [entry.file, entry.lastFile] : [entry.file];
+}
 
 export const TEST_IDS: TestId[] = RULE_IDS.flatMap((rule) => Object.keys(RULES[rule].tests).map((name) => `${rule}/${name}` as TestId));
 

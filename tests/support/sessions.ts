@@ -8,6 +8,7 @@ import type { Fixtures } from '@playwright/test';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, interactPath, summary, type Answer, type Client } from './client';
+import { openAccount } from './account';
 import { countSession } from './cost';
 import { SessionSlots } from './session-slots';
 import type { Ledger } from './ledger';
@@ -55,7 +56,7 @@ export class CapReached extends Error {
 export interface SessionsOptions {
   api: Client;
   identities: Identities;
-  settings: Pick<Settings, 'scrapeUrl' | 'reportsDir' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs'>;
+  settings: Pick<Settings, 'scrapeUrl' | 'reportsDir' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs' | 'accountCheck' | 'accountSettleMs'>;
   ledger: Ledger;
   testId?: string;
   signal?: AbortSignal;
@@ -291,8 +292,14 @@ export class Sessions {
   /** A scrape job; it goes in the ledger when a session may follow (`forSession`). */
   private async scrape(forSession: boolean, quiet: boolean, owner: Identity): Promise<{ jobId: string; scrape: Answer }> {
     const { api, ledger, settings, testId } = this.options;
+    // The owner's account is read before the run's first charge: the account check holds it to what the run saw.
+    if (owner === this.owner) await openAccount(api, owner, settings);
     const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl }, attach: !quiet });
     const jobId: unknown = answer.body?.data?.metadata?.scrapeId;
+    if (answer.status === 200) {
+      const price = answer.body?.data?.metadata?.creditsUsed;
+      ledger.scraped({ target: api.target.baseURL, jobId: typeof jobId === 'string' && PLAIN_ID.test(jobId) ? jobId : undefined, identity: owner.name, credits: typeof price === 'number' && Number.isFinite(price) ? price : undefined });
+    }
     if (forSession && typeof jobId === 'string' && PLAIN_ID.test(jobId)) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
       this.created.push({ jobId, owner });

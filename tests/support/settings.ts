@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import dotenv from 'dotenv';
-import { readKnownDeviations, type DeclaredBilling, type DeclaredSchemeWord, type KnownDeviation, type KnownDeviations } from './deviations';
+import { readKnownDeviations, type DeclaredBilling, type DeclaredClock, type DeclaredSchemeWord, type KnownDeviation, type KnownDeviations } from './deviations';
 
 export interface Settings {
   /** The target's address without /v2; for the embedded reference, the address it was started on. */
@@ -39,6 +39,8 @@ export interface Settings {
   declaredBilling?: DeclaredBilling;
   /** Declared in the same file: the target takes the key after any scheme word. */
   declaredSchemeWord?: DeclaredSchemeWord;
+  /** Declared in the same file: durations come from the target's clock, in steps of its resolution. */
+  declaredClock?: DeclaredClock;
   strict: boolean;
   reportsDir: string;
   /** Seeds of the sequences rule, each running SEQUENCE_RUNS histories; random when unset. */
@@ -51,6 +53,10 @@ export interface Settings {
   sequenceSeconds: number;
   /** The target's cap on each team's live sessions, when stated up front; otherwise the run learns it. */
   sessionCap?: number;
+  /** Hold the owner team's credit counter to the settlements the run saw (where the target has one). */
+  accountCheck: boolean;
+  /** How long the account check waits for charges the target queues to land. */
+  accountSettleMs: number;
 }
 
 export class ConfigurationError extends Error {
@@ -88,6 +94,8 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'SEQUENCE_RUNS', default: '50 embedded; no cap otherwise', meaning: 'Most random histories the sequences rule runs per seed.' },
   { env: 'SEQUENCE_BUDGET', default: '300 embedded; no cap otherwise', meaning: 'Most requests to stop and interact the sequences rule sends in all, shrinking included.' },
   { env: 'SESSION_CAP', default: 'learnt', meaning: "The target's cap on each team's live browser sessions, when known. Unset: the run learns it when an interact that would open a session is refused with 429 twice in a row while the team's rate limit has room." },
+  { env: 'ACCOUNT_CHECK', default: '1', meaning: "With 0, the owner team's credit counter (GET /v2/team/credit-usage) is not read. With 1, where the target answers it, the run reads it before its first scrape and after its last settlement and checks that the account was charged exactly the settlements and scrapes the run saw. Turn it off when someone else uses that team during the run." },
+  { env: 'ACCOUNT_SETTLE_MS', default: '5000 embedded; 60000 otherwise', meaning: 'How long the account check waits for charges the target queues to land on the account.' },
   { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
 ];
 
@@ -150,7 +158,7 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
   if (sequenceSeeds?.some((seed) => !Number.isInteger(seed))) problems.push(`SEQUENCE_SEED must be an integer, or several separated by commas (got "${env.SEQUENCE_SEED}").`);
 
   const read = knownDeviationsFile ? readDeviationsFile(knownDeviationsFile, env.KNOWN_DEVIATIONS!, problems) : undefined;
-  const declared = { knownDeviations: read?.deviations ?? [], declaredBilling: read?.billing, declaredSchemeWord: read?.authentication };
+  const declared = { knownDeviations: read?.deviations ?? [], declaredBilling: read?.billing, declaredSchemeWord: read?.authentication, declaredClock: read?.clock };
   const settings: Settings = {
     ...target,
     ...billing,
@@ -174,6 +182,8 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     sequenceBudget: integer('SEQUENCE_BUDGET', external ? Infinity : 300, 10),
     sequenceSeconds: integer('SEQUENCE_SECONDS', external ? 60 : 10),
     sessionCap: env.SESSION_CAP ? integer('SESSION_CAP', 0, 1) : undefined,
+    accountCheck: env.ACCOUNT_CHECK === undefined || env.ACCOUNT_CHECK === '' ? true : flag('ACCOUNT_CHECK'),
+    accountSettleMs: integer('ACCOUNT_SETTLE_MS', external ? 60_000 : 5_000, 0),
   };
   if (problems.length) throw new ConfigurationError(problems);
   return settings;

@@ -1,0 +1,30 @@
+/**
+ * Rule 7 as the account sees it: after every other test of the run (a project teardown), the owner
+ * team's credit counter must have been charged exactly the settlements and scrapes the run saw.
+ */
+import { test, expect } from '../support/fixtures';
+import { judgeAccount, readOpening, settleAccount } from '../support/account';
+import { notVerifiable } from '../support/checks';
+import { spec } from '../support/rules';
+
+test(
+  "the owner team's account is charged each session's settlement once, and nothing the run did not see",
+  spec('stop-is-final/account'),
+  async ({ api, identities, settings, ledger, check }, testInfo) => {
+    if (testInfo.config.shard) notVerifiable('this run is one shard of several, which spend from the same account: the account can only be held to the whole run');
+    const opening = readOpening(settings, api.target.baseURL);
+    if (!opening) notVerifiable("the run scraped nothing as the owner team, so the account was never opened");
+    if ('unavailable' in opening) notVerifiable(`the owner team's account could not be used: ${opening.unavailable}`);
+    const spending = ledger.spending(api.target.baseURL, identities.owner.name);
+    const expected = spending.settlements.reduce((sum, session) => sum + session.settled.reduce((total, one) => total + one.credits, 0), 0) + spending.scrapes.credits;
+    const tolerance = settings.creditTolerance * (spending.settlements.length + spending.scrapes.count) + 1e-6;
+    const closing = await test.step(`read the account until it shows the run's charges land (at most ${settings.accountSettleMs} ms)`, () =>
+      settleAccount(api, identities.owner, opening.remaining - expected, tolerance, settings),
+    );
+    await testInfo.attach('account', { body: JSON.stringify({ opening: opening.remaining, readings: closing.readings, ...spending }, null, 2), contentType: 'application/json' });
+    const verdict = judgeAccount(opening.remaining, { remaining: closing.readings.at(-1)!.remaining, still: closing.still }, spending, settings.creditTolerance, settings.accountSettleMs);
+    if (verdict.outcome === 'not verifiable') notVerifiable(verdict.message);
+    testInfo.annotations.push({ type: 'note', description: verdict.message });
+    await check('charged-as-settled', () => expect(verdict.outcome, verdict.message).toBe('pass'));
+  },
+);

@@ -1,0 +1,185 @@
+/**
+ * The account has the last word on money. Where the target keeps a credit counter for a team (the
+ * hosted service: GET /v2/team/credit-usage, `data.remainingCredits`), the run reads the owner
+ * team's before its first scrape (the opening: once per run and target, by whichever worker scrapes
+ * first, the others waiting for its reading) and, after its last settlement, waits a bounded time
+ * (ACCOUNT_SETTLE_MS) for charges the target queues to land. The account must then have been
+ * charged exactly what the run's answers said: each session's settlement once, and each scrape's
+ * price (`data.metadata.creditsUsed`). This is what tells one settlement reported twice from two
+ * equal charges, which no answer can.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client } from './client';
+import type { Spending } from './ledger';
+import type { Settings } from './settings';
+import type { Identity } from './target';
+
+export const CREDIT_USAGE_PATH = '/v2/team/credit-usage';
+
+/** The owner team's credits before the run's first scrape, or why the account cannot be used. */
+export type Opening = { remaining: number } | { unavailable: string };
+
+type AccountSettings = Pick<Settings, 'reportsDir' | 'accountCheck' | 'accountSettleMs' | 'requestTimeoutMs'>;
+
+/** The team's remaining credits, or why the counter cannot be read. */
+export async function readCredits(api: Client, as: Identity): Promise<{ remaining: number } | { unavailable: string }> {
+  const answer = await api.send({ method: 'GET', path: CREDIT_USAGE_PATH, as, attach: false });
+  const remaining = answer.body?.data?.remainingCredits;
+  if (answer.status === 200 && typeof remaining === 'number' && Number.isFinite(remaining)) return { remaining };
+  return { unavailable: `GET ${CREDIT_USAGE_PATH} answered ${answer.status}${answer.status === 200 ? ' without a number in data.remainingCredits' : ''}` };
+}
+
+const openingFile = (settings: Pick<Settings, 'reportsDir'>, baseURL: string) =>
+  path.join(settings.reportsDir, '.account', `${createHash('sha1').update(baseURL).digest('hex').slice(0, 12)}.json`);
+
+const opened = new Map<string, Promise<Opening>>();
+
+/**
+ * The opening of the owner team's account on this run's target, read once for the whole run
+ * before its first scrape. Against a remote target the counter must hold still for a second
+ * (charges of an earlier run may still be landing); one that keeps moving is another use of the team.
+ */
+export function openAccount(api: Client, owner: Identity, settings: AccountSettings): Promise<Opening> {
+  const key = api.target.baseURL;
+  let opening = opened.get(key);
+  if (!opening) opened.set(key, (opening = takeOpening(api, owner, settings)));
+  return opening;
+}
+
+async function takeOpening(api: Client, owner: Identity, settings: AccountSettings): Promise<Opening> {
+  if (!settings.accountCheck) return { unavailable: 'the account check is turned off (ACCOUNT_CHECK=0)' };
+  const file = openingFile(settings, api.target.baseURL);
+  mkdirSync(path.dirname(file), { recursive: true });
+  try {
+    writeFileSync(`${file}.lock`, String(process.pid), { flag: 'wx' });
+  } catch {
+    // Another worker reads it: wait for its reading, as long as its reading may take.
+    const until = performance.now() + settings.accountSettleMs + 3 * settings.requestTimeoutMs + 1000;
+    while (performance.now() < until) {
+      const reading = readOpening(settings, api.target.baseURL);
+      if (reading) return reading;
+      await sleep(50, undefined, { signal: api.signal });
+    }
+    return { unavailable: 'the worker that read the opening of the account never wrote it' };
+  }
+  const opening = await readStill(api, owner, settings).catch((error: Error) => ({ unavailable: `reading it failed: ${error.message}` }));
+  writeFileSync(`${file}.tmp`, JSON.stringify(opening));
+  renameSync(`${file}.tmp`, file);
+  return opening;
+}
+
+async function readStill(api: Client, owner: Identity, settings: AccountSettings): Promise<Opening> {
+  let reading = await readCredits(api, owner);
+  if ('unavailable' in reading || api.target.embedded) return reading;
+  const until = performance.now() + settings.accountSettleMs;
+  for (;;) {
+    await sleep(1000, undefined, { signal: api.signal });
+    const next = await readCredits(api, owner);
+    if ('unavailable' in next || next.remaining === reading.remaining) return next;
+    if (performance.now() >= until) return { unavailable: `the account kept moving before the run's first scrape (${reading.remaining}, then ${next.remaining}): another use of the team` };
+    reading = next;
+  }
+}
+
+/** The opening some worker of this run wrote, if any. */
+export function readOpening(settings: Pick<Settings, 'reportsDir'>, baseURL: string): Opening | undefined {
+  const file = openingFile(settings, baseURL);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Opening) : undefined;
+}
+
+export interface Reading {
+  /** ms since the first reading. */
+  atMs: number;
+  remaining: number;
+}
+
+/**
+ * Reads the account until it shows `expected` remaining credits and holds still as long again as
+ * the charges took to land (a charge still queued could pass through that figure), or until
+ * ACCOUNT_SETTLE_MS. Returns every reading and whether the last two agreed.
+ */
+export async function settleAccount(api: Client, owner: Identity, expected: number, tolerance: number, settings: AccountSettings): Promise<{ readings: Reading[]; still: boolean }> {
+  const started = performance.now();
+  const floorMs = api.target.embedded ? 200 : 1000;
+  const readings: Reading[] = [];
+  const read = async () => {
+    const reading = await readCredits(api, owner);
+    if ('unavailable' in reading) throw new Error(`the account could no longer be read: ${reading.unavailable}`);
+    readings.push({ atMs: Math.round(performance.now() - started), remaining: reading.remaining });
+    return reading.remaining;
+  };
+  let remaining = await read();
+  while (Math.abs(remaining - expected) > tolerance && performance.now() - started < settings.accountSettleMs) {
+    await sleep(Math.min(floorMs, settings.accountSettleMs), undefined, { signal: api.signal });
+    remaining = await read();
+  }
+  if (Math.abs(remaining - expected) <= tolerance) {
+    const landedMs = performance.now() - started;
+    await sleep(Math.max(floorMs, Math.min(landedMs, settings.accountSettleMs)), undefined, { signal: api.signal });
+    await read();
+  }
+  const [before, last] = readings.slice(-2);
+  return { readings, still: before === undefined || before.remaining === last.remaining };
+}
+
+export interface AccountVerdict {
+  outcome: 'pass' | 'fail' | 'not verifiable';
+  message: string;
+}
+
+const round = (credits: number) => +credits.toFixed(6);
+
+/**
+ * What the account says of the run's charges. Charged exactly the settlements and scrapes the run
+ * saw: pass. Charged more, by what some of the run's own sessions settled (those reported more than
+ * once first): those sessions were charged again, a failure of rule 7 naming them. Charged more by
+ * an amount none of its settlements explains, or while the counter was still moving, or with
+ * scrapes of unknown price: not verifiable (another use of the team, say), never a failure.
+ * Charged less: not verifiable (a charge still queued past ACCOUNT_SETTLE_MS).
+ */
+export function judgeAccount(opening: number, closing: { remaining: number; still: boolean }, spending: Spending, creditTolerance: number, settleMs: number): AccountVerdict {
+  const settled = spending.settlements.flatMap((session) => session.settled.map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports })));
+  const fromSessions = round(settled.reduce((sum, one) => sum + one.credits, 0));
+  const fromScrapes = round(spending.scrapes.credits);
+  const expected = round(fromSessions + fromScrapes);
+  const charged = round(opening - closing.remaining);
+  const difference = round(charged - expected);
+  const tolerance = creditTolerance * (settled.length + spending.scrapes.count) + 1e-6;
+  const figures =
+    `the account was charged ${charged} credit(s) (${opening} before the run's first scrape, ${closing.remaining} after its last settlement); ` +
+    `the run's answers account for ${expected}: ${settled.length} settlement(s) of ${spending.settlements.length} session(s), ${fromSessions} credit(s), and ${spending.scrapes.count} scrape(s), ${fromScrapes}`;
+  if (Math.abs(difference) <= tolerance) return { outcome: 'pass', message: figures };
+  if (difference < 0) {
+    return { outcome: 'not verifiable', message: `${figures}: ${-difference} credit(s) fewer, which a charge still queued after ACCOUNT_SETTLE_MS=${settleMs} would explain (raise it)` };
+  }
+  if (spending.scrapes.unpriced) {
+    return { outcome: 'not verifiable', message: `${figures}: ${difference} more, and ${spending.scrapes.unpriced} scrape(s) gave no price (data.metadata.creditsUsed), which may be it` };
+  }
+  if (!closing.still) return { outcome: 'not verifiable', message: `${figures}: ${difference} more, and the counter was still moving: another use of the team during the run?` };
+  // The sessions reported more than once first: one settlement each, or two equal charges.
+  const ordered = [...settled].sort((a, b) => b.reports - a.reports);
+  const again = subsetSumming(ordered, difference, tolerance);
+  if (again) {
+    const named = again.map((one) => `${one.jobId} (${one.credits} credit(s), reported by ${one.reports} answer(s))`).join(', ');
+    return { outcome: 'fail', message: `${figures}: ${difference} more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled: charged again for ${named}` };
+  }
+  return { outcome: 'not verifiable', message: `${figures}: ${difference} more, which no settlement of the run explains: another use of the team during the run, or a charge the run never saw` };
+}
+
+/** A few of the settlements (at most 6, each once, in order of preference) whose credits add up to `total`. */
+function subsetSumming<T extends { credits: number }>(items: T[], total: number, tolerance: number): T[] | undefined {
+  const candidates = items.slice(0, 24);
+  const search = (start: number, left: number, chosen: T[]): T[] | undefined => {
+    if (Math.abs(left) <= tolerance && chosen.length) return chosen;
+    if (left < -tolerance || chosen.length >= 6) return undefined;
+    for (let index = start; index < candidates.length; index++) {
+      const found = search(index + 1, left - candidates[index].credits, [...chosen, candidates[index]]);
+      if (found) return found;
+    }
+    return undefined;
+  };
+  return search(0, total, []);
+}
