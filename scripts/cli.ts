@@ -16,7 +16,7 @@ import { Ledger, ledgerFile } from '../tests/support/ledger';
 import { COMMAND_PIPE_VARIABLE, reportsFolderInUse } from '../tests/support/global-setup';
 import { RULE_IDS, RULES, type RuleId } from '../tests/support/rules';
 import { stopOpenSessions } from '../tests/support/sessions';
-import { ConfigurationError, loadSettings, SETTINGS_TABLE, type Settings } from '../tests/support/settings';
+import { ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TABLE, type Settings } from '../tests/support/settings';
 import { junitXml } from '../tests/support/summary-reporter';
 import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from '../tests/support/verdict';
 import { buildAllureReport } from './allure-report';
@@ -108,6 +108,9 @@ async function run(argv: string[]): Promise<number> {
     rmSync(path.join(settings.reportsDir, stale), { recursive: true, force: true });
   }
   if (shards > 1) return runShards(shards, values, positionals, settings);
+  // Tests that judge the whole run (a project teardown) run whatever files are named: they read the rules chosen here.
+  if (selectedRules(values).length) process.env[SELECTED_RULES_VARIABLE] = selectedRules(values).join(',');
+  else delete process.env[SELECTED_RULES_VARIABLE];
   const signalled = await runPlaywright(playwrightArguments(values, positionals), settings);
   const ended = Date.now();
   const code = await finish(settings, signalled, !values['no-allure']);

@@ -25,6 +25,13 @@ export interface Variant {
   caughtAs?: Outcome;
   /** Run every rule against it, to show that only its own rule catches it. */
   runsEveryRule?: boolean;
+  /** Its known-deviations file (from the kit's folder): the suite runs against it with that file. */
+  knownDeviations?: string;
+  /**
+   * A correct target tested without the file that declares its deviations: it must fail, and for
+   * nothing but what the file declares (each failure's message matches).
+   */
+  declaredReasons?: RegExp;
 }
 
 type Override = (base: Behaviour, state: ReferenceState) => Partial<Behaviour>;

@@ -43,3 +43,57 @@ test("after a refusal, a duration a clock restarted at the refusal could give to
   assert.match(expectSurvived(stop(400, 230), session, refusal, settings).notVerifiable ?? '', /fits the whole session .* and a clock restarted at the refusal alike \(at most 310\.0 ms\)/, 'a stop that took 170 ms');
   assert.throws(() => expectSurvived(stop(240, 115), session, refusal, settings), /sessionDurationMs 115 must lie in the measured interval/, 'a clock restarted at the refusal');
 });
+
+test('against a declared clock of whole seconds, the holds grow by two steps and a duration is judged one step wider, never more', async () => {
+  const { expectSurvived, durationVerdict } = await import('../tests/support/billing');
+  const declaredClock = { resolutionMs: 1000, reason: 'whole seconds' };
+  assert.equal(refusalHoldMs({ durationToleranceMs: 20, declaredClock }, 10), 2330);
+  const settings = { durationToleranceMs: 20, creditTolerance: 0.000001, declaredClock } as any;
+  const interval = { lo: 2516, hi: 3207 };
+  assert.equal(durationVerdict({ sessionDurationMs: 3000 }, interval, settings), undefined, 'within the measured interval: no declaration needed');
+  assert.match(durationVerdict({ sessionDurationMs: 2000 }, interval, settings)?.message ?? '', /in \[1496, 4227\] ms, and it does/);
+  assert.throws(() => durationVerdict({ sessionDurationMs: 1000 }, interval, settings), /one step further, in \[1496, 4227\] ms/);
+  assert.throws(() => durationVerdict({ sessionDurationMs: 2000 }, interval, { durationToleranceMs: 20 } as any), /must lie in the measured interval \[2496, 3227\] ms/, 'undeclared, a whole second off fails');
+  // Held 2.33 s before the refusal and after: a whole session is told from one restarted at the refusal, a step off either way.
+  const session = { created: { sentAt: 0, receivedAt: 10 } } as any;
+  const refusal = { sentAt: 2340, receivedAt: 2350 } as any;
+  const stop = (sessionDurationMs: number) => ({ status: 200, sentAt: 4680, receivedAt: 4690, body: { success: true, sessionDurationMs } }) as any;
+  assert.deepEqual(expectSurvived(stop(4680), session, refusal, settings), {}, 'the whole session, within the measured interval');
+  assert.ok(expectSurvived(stop(4000), session, refusal, settings).declared, 'a step under the interval: the declared clock, and still past what a restart could give (3370 ms)');
+  assert.throws(() => expectSurvived(stop(3350), session, refusal, settings), /must lie in the measured interval/, 'a clock restarted at the refusal, even a step late');
+});
+
+test('a charge is a settlement: a repeat of it reports it, another duration or amount charges again', async () => {
+  const { isNewCharge, distinctSettlements } = await import('../tests/support/settlements');
+  const answer = (body: object, status = 200) => ({ status, body }) as any;
+  const first = answer({ success: true, sessionDurationMs: 3000, creditsBilled: 2 });
+  assert.equal(isNewCharge(answer({ success: true, status: 'stopped', cleanupQueued: true, creditsBilled: 2 }), first), false, "today's repeat stop: the earlier charge, no duration");
+  assert.equal(isNewCharge(answer({ success: true, sessionDurationMs: 3000, creditsBilled: 2 }), first), false, 'the same settlement again');
+  assert.equal(isNewCharge(answer({ success: true }), first), false);
+  assert.equal(isNewCharge(answer({ success: false, error: 'Browser session not found.' }, 404), first), false);
+  assert.equal(isNewCharge(answer({ success: true, creditsBilled: 0 }), first), false, 'zero is no charge');
+  assert.equal(isNewCharge(answer({ success: true, sessionDurationMs: 4000, creditsBilled: 2 }), first), true, 'a new duration');
+  assert.equal(isNewCharge(answer({ success: true, creditsBilled: 3 }), first), true, 'a new amount');
+  assert.equal(isNewCharge(answer({ success: true, creditsBilled: 2 }), answer({ success: true })), true, 'after a stop that settled nothing, a charge is new');
+  assert.equal(distinctSettlements([first, answer({ success: true, creditsBilled: 2 }), answer({ success: true, sessionDurationMs: 4000, creditsBilled: 2 })]).length, 2);
+});
+
+test('the account judges money: exact is a pass, a repeat of settlements the run saw is a failure naming them, anything else not verifiable', async () => {
+  const { judgeAccount } = await import('../tests/support/account');
+  const spending = {
+    settlements: [
+      { jobId: 'job-a', settled: [{ credits: 2, durationMs: 3000 }], reports: 2 },
+      { jobId: 'job-b', settled: [{ credits: 3, durationMs: 61000 }], reports: 1 },
+    ],
+    scrapes: { count: 3, credits: 3, unpriced: 0 },
+  };
+  const judge = (remaining: number, still = true, spent = spending) => judgeAccount(100, { remaining, still }, spent, 0.005, 60000);
+  assert.equal(judge(92).outcome, 'pass');
+  assert.match(judge(90).message, /charged 10 credit\(s\) .* account for 8: 2 settlement\(s\) of 2 session\(s\), 5 credit\(s\), and 3 scrape\(s\), 3: 2 more, exactly what this session settled: charged again for job-a \(2 credit\(s\), reported by 2 answer\(s\)\)/);
+  assert.equal(judge(90).outcome, 'fail');
+  assert.equal(judge(87).outcome, 'fail', 'both charged again');
+  assert.equal(judge(91).outcome, 'not verifiable', 'one credit more: no settlement of the run');
+  assert.equal(judge(90, false).outcome, 'not verifiable', 'the counter still moving');
+  assert.equal(judge(95).outcome, 'not verifiable', 'charged less: still queued');
+  assert.equal(judge(90, true, { ...spending, scrapes: { count: 3, credits: 1, unpriced: 2 } }).outcome, 'not verifiable', 'scrapes of unknown price');
+});

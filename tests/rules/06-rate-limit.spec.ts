@@ -6,11 +6,12 @@
  * starves the other tests of their limit nor disturbs the durations they measure.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { test, expect } from '../support/fixtures';
 import { notVerifiable } from '../support/checks';
 import { interactPath, summary, type Answer } from '../support/client';
 import type { Session } from '../support/sessions';
-import { checkSurvived, expectRevealsNothing, ownerValuesOf } from '../support/refusals';
+import { checkSurvived, expectRevealsNothing, ownerValuesOf, refusalHoldMs } from '../support/refusals';
 import { RunError } from '../support/errors';
 import { spec } from '../support/rules';
 import { loadSettings } from '../support/settings';
@@ -37,6 +38,11 @@ test(
     const ownerHasRoom = async () => (await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: identities.owner, on429: 'once' })).status !== 429;
     // As many as the target's cap on live sessions allows: one is enough, the second a spare.
     const candidates = await test.step(`the ${team.name} provisions ${CANDIDATES} sessions (fewer under a cap on live sessions)`, () => sessions.provisionMany(CANDIDATES, { as: team }));
+    // Against a declared clock, the session must be older than two of its steps before a stop is throttled, so that its duration can prove it ran on.
+    if (settings.declaredClock) {
+      const holdMs = Math.max(...candidates.map((candidate) => refusalHoldMs(settings, candidate.created.receivedAt - candidate.created.sentAt) - (performance.now() - candidate.created.receivedAt)));
+      if (holdMs > 0) await test.step(`hold the sessions ${Math.round(holdMs)} ms: the target's clock counts in steps of ${settings.declaredClock.resolutionMs} ms`, () => sleep(holdMs, undefined, { signal: api.signal }));
+    }
     const unknown = interactPath(randomUUID());
     const answers: Answer[] = [];
     const stops: { session: Session; answer: Answer }[] = [];

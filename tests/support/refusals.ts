@@ -6,6 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from '@playwright/test';
 import { clockStepMs, expectSurvived } from './billing';
+import { isNewCharge } from './settlements';
 import { notVerifiable, type Check } from './checks';
 import { DeclaredBehaviour } from './errors';
 import { interactPath, summary, type Answer, type Client } from './client';
@@ -121,6 +122,14 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
   }
   await test.step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
   const stop = await test.step('the owner stops the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: owner }));
+  if (refuser.team === owner.team && refusal.status === 200) {
+    // Taken as the owner's key, as the target's file declares: that request stopped the session, and this stop must find it settled.
+    await check('survives', () => {
+      expect([200, 404], `the session was stopped by the request taken as the owner's: ${summary(stop)}`).toContain(stop.status);
+      expect(isNewCharge(stop, refusal), `a stopped session is never settled again: ${summary(stop)}`).toBe(false);
+    });
+    return;
+  }
   await checkSurvived(check, 'survives', stop, session, refusal, settings);
 }
 

@@ -57,6 +57,8 @@ export interface Settings {
   accountCheck: boolean;
   /** How long the account check waits for charges the target queues to land. */
   accountSettleMs: number;
+  /** The rules the command chose (--rule, --skip-rule); undefined for all. */
+  selectedRules?: string[];
 }
 
 export class ConfigurationError extends Error {
@@ -98,6 +100,9 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'ACCOUNT_SETTLE_MS', default: '5000 embedded; 60000 otherwise', meaning: 'How long the account check waits for charges the target queues to land on the account.' },
   { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
 ];
+
+/** Set by the command to the rules `--rule` and `--skip-rule` chose; read here only. */
+export const SELECTED_RULES_VARIABLE = 'CONFORMANCE_RULES';
 
 /** Set by the embedded reference's global setup; read here only. */
 export const EMBEDDED_URL_VARIABLE = 'CONFORMANCE_EMBEDDED_URL';
@@ -184,6 +189,7 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     sessionCap: env.SESSION_CAP ? integer('SESSION_CAP', 0, 1) : undefined,
     accountCheck: env.ACCOUNT_CHECK === undefined || env.ACCOUNT_CHECK === '' ? true : flag('ACCOUNT_CHECK'),
     accountSettleMs: integer('ACCOUNT_SETTLE_MS', external ? 60_000 : 5_000, 0),
+    selectedRules: env[SELECTED_RULES_VARIABLE] ? env[SELECTED_RULES_VARIABLE].split(',') : undefined,
   };
   if (problems.length) throw new ConfigurationError(problems);
   return settings;
@@ -223,6 +229,12 @@ function readBilling(env: NodeJS.ProcessEnv, problems: string[]): Pick<Settings,
     problems.push(`SCRAPE_GAP_MS (${scrapeGapMs}) must be more than twice DURATION_TOLERANCE_MS (${durationToleranceMs}), or 0 to leave it out.`);
   }
   return { billingHoldsMs, scrapeGapMs, durationToleranceMs };
+}
+
+/** The settings with another known-deviations file's declarations in place of KNOWN_DEVIATIONS (the kit's variant matrix). */
+export function withKnownDeviations(settings: Settings, file: string): Settings {
+  const read = readKnownDeviations(file);
+  return { ...settings, knownDeviationsFile: file, knownDeviations: read.deviations, declaredBilling: read.billing, declaredSchemeWord: read.authentication, declaredClock: read.clock };
 }
 
 function readDeviationsFile(file: string, given: string, problems: string[]): KnownDeviations | undefined {

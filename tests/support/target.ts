@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { registerSecret } from './redact';
 import { RunError } from './errors';
-import { loadSettings, type Settings } from './settings';
+import { loadSettings, withKnownDeviations, type Settings } from './settings';
 
 export interface Target {
   baseURL: string;
@@ -121,8 +121,10 @@ export function identitiesFor(target: Target, settings: Settings): Identities {
   };
 }
 
-export const targetFixtures: Fixtures<{ target: Target; identities: Identities }, { settings: Settings }> = {
-  settings: [async ({}, use) => use(loadSettings()), { scope: 'worker' }],
+export const targetFixtures: Fixtures<{ target: Target; identities: Identities }, { settings: Settings; knownDeviationsFile: string | undefined }> = {
+  /** For the kit's variant matrix: the known-deviations file of this worker's target, in place of KNOWN_DEVIATIONS. */
+  knownDeviationsFile: [undefined, { scope: 'worker', option: true }],
+  settings: [async ({ knownDeviationsFile }, use) => use(knownDeviationsFile ? withKnownDeviations(loadSettings(), knownDeviationsFile) : loadSettings()), { scope: 'worker' }],
   // An option of each test, not of the worker: the variant matrix aims the tests of many variants at their own servers in shared workers.
   target: [async ({ settings }, use) => use(targetFrom(settings)), { option: true }],
   identities: async ({ target, settings }, use) => use(identitiesFor(target, settings)),

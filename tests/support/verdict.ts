@@ -81,7 +81,8 @@ export function outcomeOf({ status, errors, annotations }: ResultFacts): { outco
   if (failures.length) return { outcome: 'fail', note: firstLine(failures[0]) };
   if (others.length) return { outcome: 'error', note: firstLine(others[0]) };
   if (deviations.length) return { outcome: 'known deviation', note: note('known-deviation') };
-  const notes = annotations.filter((annotation) => annotation.type === 'note').map((annotation) => annotation.description).join('; ');
+  // A note added while the test ran is both the test's and its result's annotation: once each.
+  const notes = [...new Set(annotations.filter((annotation) => annotation.type === 'note').map((annotation) => annotation.description))].join('; ');
   return { outcome: status === 'passed' ? 'pass' : 'fail', note: status === 'passed' ? notes || undefined : `ended ${status}` };
 }
 
