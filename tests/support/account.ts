@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from './client';
+import { RunError } from './errors';
 import type { Spending } from './ledger';
 import type { Settings } from './settings';
 import type { Identity } from './target';
@@ -97,9 +98,11 @@ export interface Reading {
 }
 
 /**
- * Reads the account until it shows `expected` remaining credits and holds still as long again as
- * the charges took to land (a charge still queued could pass through that figure), or until
- * ACCOUNT_SETTLE_MS. Returns every reading and whether the last two agreed.
+ * Reads the account until the run's charges have landed: it has been still for as long again as
+ * it kept moving after the first reading (a charge still queued could pass through the figure the
+ * run expects, since charges only add up), at least a second (a fifth against the embedded
+ * reference), and shows at least what the run expects (`expected` remaining credits or fewer); or
+ * until ACCOUNT_SETTLE_MS. Returns every reading and whether it was still at the end.
  */
 export async function settleAccount(api: Client, owner: Identity, expected: number, tolerance: number, settings: AccountSettings): Promise<{ readings: Reading[]; still: boolean }> {
   const started = performance.now();
@@ -107,22 +110,19 @@ export async function settleAccount(api: Client, owner: Identity, expected: numb
   const readings: Reading[] = [];
   const read = async () => {
     const reading = await readCredits(api, owner);
-    if ('unavailable' in reading) throw new Error(`the account could no longer be read: ${reading.unavailable}`);
+    if ('unavailable' in reading) throw new RunError(`the account could no longer be read: ${reading.unavailable}`);
     readings.push({ atMs: Math.round(performance.now() - started), remaining: reading.remaining });
-    return reading.remaining;
   };
-  let remaining = await read();
-  while (Math.abs(remaining - expected) > tolerance && performance.now() - started < settings.accountSettleMs) {
-    await sleep(Math.min(floorMs, settings.accountSettleMs), undefined, { signal: api.signal });
-    remaining = await read();
-  }
-  if (Math.abs(remaining - expected) <= tolerance) {
-    const landedMs = performance.now() - started;
-    await sleep(Math.max(floorMs, Math.min(landedMs, settings.accountSettleMs)), undefined, { signal: api.signal });
+  await read();
+  let movedAt = 0;
+  const still = () => performance.now() - started - movedAt >= Math.max(floorMs, movedAt);
+  while (!(still() && readings.at(-1)!.remaining <= expected + tolerance) && performance.now() - started < settings.accountSettleMs) {
+    await sleep(floorMs, undefined, { signal: api.signal });
     await read();
+    const [before, last] = readings.slice(-2);
+    if (before.remaining !== last.remaining) movedAt = last.atMs;
   }
-  const [before, last] = readings.slice(-2);
-  return { readings, still: before === undefined || before.remaining === last.remaining };
+  return { readings, still: still() };
 }
 
 export interface AccountVerdict {

@@ -161,6 +161,9 @@ export function renderSummary(summary: Summary): string {
   }
   const sequences = summary.rules.sequences?.tests.find((test) => test.note?.startsWith('searched '));
   if (sequences) lines.push(`  SEQUENCES: ${sequences.note}`);
+  // Whether the account was used, and what it said (or why not).
+  const account = summary.rules['stop-is-final']?.tests.find((test) => test.id === 'stop-is-final/account');
+  if (account && account.outcome !== 'not run') lines.push(`  ACCOUNT (${account.outcome}): ${account.note ?? ''}`);
   if (summary.sessionCap) lines.push(`  SESSION CAP: ${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how}); tests took turns under it`);
   if (summary.cost) lines.push(...describeCost(summary.cost).map((line) => `  ${line}`));
   const tally = SEVERITY.map((outcome) => [outcome, count(outcome)] as const).filter(([, n]) => n).map(([outcome, n]) => `${n} ${outcome}`);
