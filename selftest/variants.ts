@@ -193,6 +193,23 @@ export const faultyVariants: Variant[] = [
       };
     }),
   },
+  {
+    name: 'connection-keeps-first-team',
+    breaks: 'foreign-team',
+    description: 'authenticates a kept-alive connection once: every later request on it acts as the first team that used it, whatever key it carries',
+    options: behaviour((base) => {
+      const teamOf = new WeakMap<object, Team>();
+      return {
+        authenticate: (header, connection) => {
+          const known = connection && teamOf.get(connection);
+          if (known) return known;
+          const team = base.authenticate(header);
+          if (team && connection) teamOf.set(connection, team);
+          return team;
+        },
+      };
+    }),
+  },
   // Rule 4: unknown job
   { name: 'unknown-job-200', breaks: 'unknown-job', description: 'answers 200 when there is no session', options: stopReply((r) => (r.status === 404 ? { status: 200, body: { success: true } } : r)) },
   { name: 'unknown-job-400', breaks: 'unknown-job', description: 'answers 400 when there is no session', options: stopReply((r) => (r.status === 404 ? { ...r, status: 400 } : r)) },
@@ -241,6 +258,21 @@ export const faultyVariants: Variant[] = [
         base.send(res, reply.status === 401 && owner ? withBody(reply, { ownerTeam: owner }) : reply);
       },
     })),
+  },
+  {
+    name: 'keyless-rides-connection',
+    breaks: 'authentication',
+    description: 'remembers the team of the last valid key on each kept-alive connection, and takes a later request on it without a valid key as that team (a per-connection auth cache)',
+    options: behaviour((base) => {
+      const teamOf = new WeakMap<object, Team>();
+      return {
+        authenticate: (header, connection) => {
+          const team = base.authenticate(header);
+          if (team && connection) teamOf.set(connection, team);
+          return team ?? (connection ? teamOf.get(connection) : undefined);
+        },
+      };
+    }),
   },
   // Rule 6: rate limiting
   { name: 'no-rate-limit', breaks: 'rate-limit', description: 'never limits', options: behaviour(() => ({ limit: () => ({ allowed: true }) })) },
@@ -494,6 +526,7 @@ export const correctVariants: Variant[] = [
   { name: 'second-stop-200-without-charge', description: 'answers a stopped session with 200 and no creditsBilled, as the hosted service does', options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true } } : r)) },
   { name: 'rate-limit-without-retry-after', description: 'sends 429 with no Retry-After header', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) })) },
   { name: 'rate-limit-other-body', description: 'sends 429 with a plain-text body', options: behaviour((base) => ({ send: (res, reply) => (reply.status === 429 ? (res.writeHead(429, { 'Content-Type': 'text/plain', ...reply.headers }), res.end('Too Many Requests')) : base.send(res, reply)) })) },
+  { name: 'connection-close', description: 'closes the connection after every answer (Connection: close): nothing is kept alive', options: behaviour((base) => ({ send: (res, reply) => base.send(res, { ...reply, headers: { ...reply.headers, Connection: 'close' } }) })) },
   { name: 'slow-answers', description: 'delays every answer by 40 ms', options: behaviour((base) => ({ send: (res, reply) => void sleep(40).then(() => base.send(res, reply)) })) },
   { name: 'json-charset', description: 'serves application/json; charset=utf-8', options: behaviour((base) => ({ send: (res, reply) => base.send(res, { ...reply, headers: { 'Content-Type': 'application/json; charset=utf-8', ...reply.headers } }) })) },
   { name: 'billing-floor-seconds', description: 'bills whole elapsed seconds (floor)', options: behaviour(() => ({ bill: billAt(2, (ms) => Math.floor(ms / 1000)) })) },

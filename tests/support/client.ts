@@ -47,7 +47,16 @@ export interface Answer {
   sentAt: number;
   receivedAt: number;
   attempts: number;
+  /** Sent on a kept-alive connection that had already carried a request (`connection` in SendOptions). */
+  reusedConnection?: boolean;
 }
+
+/**
+ * A kept-alive connection of its own (one socket at most): requests sent on it one after the other
+ * share the connection while the target keeps it open. Identities belong to requests, not
+ * connections: a refused identity is also sent where a valid key has just been.
+ */
+export type Connection = http.Agent;
 
 /**
  * What to do with a 429: `retry` within the back-off budget and throw a RunError past it;
@@ -66,6 +75,8 @@ export interface SendOptions {
   attach?: boolean;
   /** On a kept-alive connection of the client's pool: for the burst, whose timing bounds nothing. */
   pooled?: boolean;
+  /** On this kept-alive connection (`Client.connection()`), after whatever it carried before. */
+  connection?: Connection;
   /** Asked after a 429, before backing off: `true` ends the retries, and the 429 is the answer. */
   giveUpOn429?: (attempt: number) => Promise<boolean>;
   /** Called just before each attempt is sent. */
@@ -123,6 +134,8 @@ export interface RawAnswer {
   body: Buffer;
   sentAt: number;
   receivedAt: number;
+  /** Sent on a kept-alive connection that had already carried a request. */
+  reused?: boolean;
 }
 
 export interface ExchangeOptions {
@@ -188,7 +201,7 @@ export async function exchange(url: string, { method, headers, data, timeoutMs, 
             Object.entries(response.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]),
           );
           try {
-            resolve({ status: response.statusCode!, headers: answerHeaders, body: decode(Buffer.concat(chunks), answerHeaders['content-encoding'], maxBodyBytes), sentAt, receivedAt });
+            resolve({ status: response.statusCode!, headers: answerHeaders, body: decode(Buffer.concat(chunks), answerHeaders['content-encoding'], maxBodyBytes), sentAt, receivedAt, reused: request?.reusedSocket === true });
           } catch (error) {
             reject(error);
           }
@@ -254,6 +267,7 @@ export function createClient(options: ClientOptions) {
   setMaxListeners(0, signal);
   const spell = settings.reportsDir ? new QuietSpell(settings.reportsDir, target.baseURL) : undefined;
   let pool: http.Agent | undefined;
+  const connections: Connection[] = [];
   const poolOf = () => (pool ??= new (target.baseURL.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets: 256 }));
   return {
     target,
@@ -263,6 +277,13 @@ export function createClient(options: ClientOptions) {
     cancel: () => {
       controller.abort();
       pool?.destroy();
+      connections.forEach((connection) => connection.destroy());
+    },
+    /** A kept-alive connection of its own, for requests that must share one; closed when the client is cancelled. */
+    connection: (): Connection => {
+      const connection = new (target.baseURL.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets: 1, maxFreeSockets: 1 });
+      connections.push(connection);
+      return connection;
     },
     /** Runs `send` while no other worker's request is in flight (at most REQUEST_TIMEOUT_MS is waited for them), holding theirs back. */
     quietly: <T>(send: () => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, signal, send) : send()),
@@ -287,7 +308,7 @@ export function createClient(options: ClientOptions) {
           let answer: Answer;
           try {
             request.onAttempt?.();
-            answer = await sendOnce(options, signal, request, attempts, request.pooled ? poolOf() : undefined);
+            answer = await sendOnce(options, signal, request, attempts, request.connection ?? (request.pooled ? poolOf() : undefined));
           } finally {
             spell?.leave();
           }
@@ -358,7 +379,7 @@ async function sendOnce({ target, settings }: ClientOptions, signal: AbortSignal
   } catch {
     body = undefined;
   }
-  return { method, path, status: raw.status, headers: redactHeaders(raw.headers), text, body, sentAt: raw.sentAt, receivedAt: raw.receivedAt, attempts };
+  return { method, path, status: raw.status, headers: redactHeaders(raw.headers), text, body, sentAt: raw.sentAt, receivedAt: raw.receivedAt, attempts, ...(agent ? { reusedConnection: raw.reused } : {}) };
 }
 
 /** The owner's stop that ended a session, and every settlement a stop reported, go in the ledger; the exchange goes in the report. */
@@ -387,6 +408,7 @@ function describe(answer: Answer, { as, data }: SendOptions): string {
     },
     response: { status: answer.status, headers: answer.headers, body: answer.body ?? answer.text },
     timing: { durationMs: +(answer.receivedAt - answer.sentAt).toFixed(2), attempts: answer.attempts },
+    connection: answer.reusedConnection === undefined ? 'its own' : answer.reusedConnection ? 'kept alive, after an earlier request' : 'kept alive, new',
   };
   const text = redact(JSON.stringify(record, null, 2));
   return text.length <= ATTACHMENT_LIMIT_BYTES ? text : `${text.slice(0, ATTACHMENT_LIMIT_BYTES)}\n… cut: ${text.length - ATTACHMENT_LIMIT_BYTES} more characters (attachments stop at ${ATTACHMENT_LIMIT_BYTES})`;

@@ -3,6 +3,7 @@
  * held before the refusal (so that a refusal that restarts its clock shows), refused, held again
  * (so that a refusal that ended it shows), and the owner's stop must then prove it ran on.
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from '@playwright/test';
 import { clockStepMs, expectSurvived } from './billing';
@@ -107,22 +108,39 @@ interface RefusalContext {
 /**
  * Hold, refuse, hold, and have the owner stop: the refusal must be refused (`refused` check, by
  * `expectRefused`) and change nothing (`survives` check: 200 and the whole session's duration).
- * With `interactAfter`, the owner also uses the session after the refusal, as clients do.
+ * Identities belong to requests, not connections: the refuser asks on a kept-alive connection of
+ * its own, and again on one that has just carried the owner's valid request (a stop of an unknown
+ * job); the owner's stop then goes on the refuser's connection. With `interactAfter`, the owner
+ * also uses the session after the refusal, as clients do.
  */
 export async function refuseThenOwnerStops(context: RefusalContext, refuser: Identity, expectRefused: (answer: Answer) => void, { interactAfter = false } = {}): Promise<void> {
   const { api, sessions, session, check, settings, owner } = context;
   const holdMs = Math.round(refusalHoldMs(settings, session.created.receivedAt - session.created.sentAt));
   await test.step(`hold the session ${holdMs} ms`, () => sleep(holdMs - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
-  const refusal = await test.step(`${refuser.name} asks to stop the session`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser }));
-  await check('refused', () => expectRefused(refusal));
+  const refusersConnection = api.connection();
+  const refusal = await test.step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser, connection: refusersConnection }));
+  // The owner's key under a scheme word its file declares ignored is the owner's: no refusal to repeat.
+  const takenAsOwner = refuser.team !== undefined && refuser.team === owner.team;
+  const ownersConnection = api.connection();
+  const again = takenAsOwner
+    ? undefined
+    : await test.step(`${refuser.name} asks again, on a connection that has just carried the owner's valid request`, async () => {
+        await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: owner, connection: ownersConnection });
+        return api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser, connection: ownersConnection });
+      });
+  if (again && !again.reusedConnection) test.info().annotations.push({ type: 'note', description: "the target closed the connection after the owner's request: the refusal could not share it" });
+  await check('refused', () => {
+    expectRefused(refusal);
+    if (again) expectRefused(again);
+  });
   if (interactAfter) {
-    const again = await test.step('the owner interacts with the session', () => sessions.interact(session));
+    const used = await test.step('the owner interacts with the session', () => sessions.interact(session));
     // A session the refusal ended shows here too (the hosted service answers 410 for a destroyed one).
-    if (again.status !== 200) await check('survives', () => expect(again.status, `the session must still be usable after the refusal: ${summary(again)}`).toBe(200));
+    if (used.status !== 200) await check('survives', () => expect(used.status, `the session must still be usable after the refusal: ${summary(used)}`).toBe(200));
   }
   await test.step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
-  const stop = await test.step('the owner stops the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: owner }));
-  if (refuser.team === owner.team && refusal.status === 200) {
+  const stop = await test.step("the owner stops the session, on the connection the refuser's request came on", () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: owner, connection: refusersConnection }));
+  if (takenAsOwner && refusal.status === 200) {
     // Taken as the owner's key, as the target's file declares: that request stopped the session, and this stop must find it settled.
     await check('survives', () => {
       expect([200, 404], `the session was stopped by the request taken as the owner's: ${summary(stop)}`).toContain(stop.status);

@@ -19,7 +19,7 @@ import type { Fixtures } from '@playwright/test';
 import type * as FastCheck from 'fast-check';
 import { durationVerdict, expectCreditsFor, type Interval } from './billing';
 import { distinctSettlements, isNewCharge } from './settlements';
-import { interactPath, summary, type Answer, type Client } from './client';
+import { interactPath, summary, type Answer, type Client, type Connection } from './client';
 import { expectRefusal, expectRevealsNothing } from './refusals';
 import { DeclaredBehaviour, plain, RunError } from './errors';
 import { checkQuickly, expect } from './expect';
@@ -140,6 +140,8 @@ interface Real {
   examined: { durations: number; charges: number };
   /** The last step that sent a request: what `again` repeats. */
   last?: Step;
+  /** The kept-alive connection the history's stops share, whoever sends them: identities belong to requests. */
+  connection: Connection;
 }
 
 type Step = FastCheck.AsyncCommand<Model, Real>;
@@ -191,8 +193,9 @@ async function expecting(history: History, rule: string, expectations: () => voi
 /** Steps name a session by a number, taken modulo the sessions that exist, so that no step is wasted. */
 const pick = (model: Model, index: number) => model.sessions[index % model.sessions.length];
 
-const stop = (real: Real, session: SessionModel, who: IdentityName = 'owner') =>
-  real.api.send({ method: 'DELETE', path: interactPath(session.jobId), as: real.identities[who], attach: false });
+/** A stop on the history's shared connection, or (`ownConnection`, for stops sent at once) on one of its own. */
+const stop = (real: Real, session: SessionModel, who: IdentityName = 'owner', ownConnection = false) =>
+  real.api.send({ method: 'DELETE', path: interactPath(session.jobId), as: real.identities[who], attach: false, ...(ownConnection ? {} : { connection: real.connection }) });
 
 /** Provisions a session and adds it to the model as live, begun within its interact call. */
 async function provisionInto(model: Model, real: Real): Promise<void> {
@@ -327,7 +330,7 @@ function unknownStopStep(budget: Budget): Step {
     async run(_model, real) {
       budget.spend(1);
       real.last = this;
-      const answer = await real.api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: real.identities.owner, attach: false });
+      const answer = await real.api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: real.identities.owner, attach: false, connection: real.connection });
       real.history.step(`owner stops a job that never existed → ${brief(answer)}`);
       await expecting(real.history, 'a stop of a job with no session (rule 4, @must)', () => {
         expect(answer.status, 'status').toBe(404);
@@ -343,7 +346,7 @@ function simultaneousStopsStep(budget: Budget, first: number, second: number): S
     // Two different sessions whenever there are two: the same one twice is a rule of its own (rule 7).
     const others = model.sessions.filter((session) => session !== a);
     const b = others.length ? others[second % others.length] : a;
-    const answers = await Promise.all([stop(real, a), stop(real, b)]);
+    const answers = await Promise.all([stop(real, a, 'owner', true), stop(real, b, 'owner', true)]);
     real.history.step(`owner stops ${describeSession(a)} and ${describeSession(b)} at once → ${brief(answers[0])} | ${brief(answers[1])}`);
     if (a !== b) {
       await expectOwnerStop(real, a, answers[0]);
@@ -528,9 +531,10 @@ function finish(phase: Exploration['phase'], state: ReturnType<typeof phaseState
  */
 async function runHistory(options: ExploreOptions, budget: Budget, state: ReturnType<typeof phaseState>, history: History, body: (real: Real) => Promise<void>): Promise<string | undefined> {
   const sessions = options.openSessions();
+  const connection = options.api.connection();
   state.histories += 1;
   try {
-    await body({ api: options.api, sessions, identities: options.identities, settings: options.settings, history, charges: state.charges, examined: state.examined });
+    await body({ api: options.api, sessions, identities: options.identities, settings: options.settings, history, charges: state.charges, examined: state.examined, connection });
     return undefined;
   } catch (error) {
     if (error instanceof RunError) {
@@ -541,6 +545,7 @@ async function runHistory(options: ExploreOptions, budget: Budget, state: Return
     if (error instanceof CapReached) return undefined;
     return String((error as Error).message);
   } finally {
+    connection.destroy();
     state.steps += history.length;
     const problems = await sessions.cleanup(options.api);
     if (problems.length) budget.halted ??= new RunError(`Could not stop ${problems.length} session(s) a history created: ${problems.join(', ')}`);
