@@ -210,6 +210,24 @@ export const faultyVariants: Variant[] = [
       };
     }),
   },
+  {
+    name: 'second-foreign-refusal-ends-session',
+    breaks: 'foreign-team',
+    description: "counts a session's refused stops by another team (a lockout counter) and at the second ends the session without billing it (the refusal is sent twice, the second time on a connection the owner's request used)",
+    options: behaviour((base, state) => {
+      const refusals = new Map<string, number>();
+      return {
+        stop: (team, jobId) => {
+          const reply = base.stop(team, jobId);
+          if (reply.status === 403) {
+            refusals.set(jobId, (refusals.get(jobId) ?? 0) + 1);
+            if (refusals.get(jobId) === 2) state.sessions.delete(jobId);
+          }
+          return reply;
+        },
+      };
+    }),
+  },
   // Rule 4: unknown job
   { name: 'unknown-job-200', breaks: 'unknown-job', description: 'answers 200 when there is no session', options: stopReply((r) => (r.status === 404 ? { status: 200, body: { success: true } } : r)) },
   { name: 'unknown-job-400', breaks: 'unknown-job', description: 'answers 400 when there is no session', options: stopReply((r) => (r.status === 404 ? { ...r, status: 400 } : r)) },
@@ -402,25 +420,6 @@ export const orderFaults: Variant[] = [
     }),
   },
   // Faults of the second time: state kept across repeated steps of one session (counters, cached answers).
-  {
-    name: 'second-foreign-refusal-ends-session',
-    breaks: 'sequences',
-    runsEveryRule: true,
-    description: "counts a session's refused stops by another team (a lockout counter) and at the second ends the session without billing it: its owner's stop then answers 404",
-    options: behaviour((base, state) => {
-      const refusals = new Map<string, number>();
-      return {
-        stop: (team, jobId) => {
-          const reply = base.stop(team, jobId);
-          if (reply.status === 403) {
-            refusals.set(jobId, (refusals.get(jobId) ?? 0) + 1);
-            if (refusals.get(jobId) === 2) state.sessions.delete(jobId);
-          }
-          return reply;
-        },
-      };
-    }),
-  },
   {
     name: 'second-interact-after-stop-ghost',
     breaks: 'sequences',
