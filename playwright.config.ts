@@ -63,6 +63,6 @@ export default defineConfig({
     ...(LAST.length ? [{ name: 'the run', testMatch: /^$/, teardown: 'after the run' }] : []),
     { name: 'rules, longest first', testMatch: LONGEST, workers: 4, dependencies: LAST.length ? ['the run'] : [] },
     { name: 'rules', testIgnore: [...LONGEST, '**/*.account.spec.ts'], workers: settings.declaredClock ? 4 : 2, dependencies: LAST.length ? ['the run'] : [] },
-    ...(LAST.length ? [{ name: 'after the run', testMatch: LAST }] : []),
+    ...(LAST.length ? [{ name: 'after the run', testMatch: LAST, fullyParallel: false }] : []),
   ],
 });

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, type ReferenceServer } from '../reference/server';
 import type { Variant } from './variants';
-import { filesOf, RULES, TEST_IDS, testIdOf, ruleOf, type RuleId, type TestId } from '../tests/support/rules';
+import { entryOf, filesOf, RULES, TEST_IDS, testIdOf, ruleOf, type RuleId, type TestId } from '../tests/support/rules';
 import { outcomeOf, type Outcome } from '../tests/support/verdict';
 
 export interface TestOutcome {
@@ -103,8 +103,9 @@ function judge(variant: Variant, tests: TestOutcome[], caughtBy: RuleId[]): Vari
   }
   if (!variant.breaks) return errors ? 'RUN ERROR' : caughtBy.length ? 'FALSE ALARM' : tests.length ? 'ok' : 'MISSED';
   const caught = tests.some((test) => ruleOf(test.id) === variant.breaks && test.outcome === (variant.caughtAs ?? 'fail'));
-  // A fault that only an order of operations shows must pass every other rule.
-  const alone = !variant.runsEveryRule || caughtBy.every((rule) => rule === variant.breaks);
+  // A fault that only an order of operations shows must pass every other rule's own tests; those that judge the whole run (the account, leaks) see what the sequences did too.
+  const byOwnTests = [...new Set(tests.filter((test) => test.outcome === 'fail' && !entryOf(test.id).runWide).map((test) => ruleOf(test.id)))];
+  const alone = !variant.runsEveryRule || byOwnTests.every((rule) => rule === variant.breaks);
   return caught && alone ? 'ok' : errors ? 'RUN ERROR' : caughtBy.length ? 'WRONG RULE' : 'MISSED';
 }
 

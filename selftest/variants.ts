@@ -360,6 +360,44 @@ export const faultyVariants: Variant[] = [
       return r;
     }),
   },
+  {
+    name: 'interact-after-stop-ghost',
+    breaks: 'stop-is-final',
+    description: 'answers an interact on a stopped session 200, but no session runs: its stop then answers 404',
+    options: behaviour((base, state) => ({
+      interact: (team, jobId, body) =>
+        state.stopped.get(jobId)?.teamId === team.id && !state.sessions.has(jobId) ? { status: 200, body: { success: true, stdout: '', result: '', stderr: '', exitCode: 0, killed: false } } : base.interact(team, jobId, body),
+    })),
+  },
+  {
+    name: 'stale-stopped-marker',
+    breaks: 'stop-is-final',
+    // The session its stale marker hides can never be stopped: it runs until the variant's server closes.
+    leaksSessions: true,
+    description: "begins a new session on an interact after a stop, but answers that session's first stop 404 from a stale 'stopped' marker, and leaves it running",
+    options: behaviour((base, state) => {
+      const revived = new Set<string>();
+      return {
+        interact: (team, jobId, body) => {
+          if (state.stopped.get(jobId)?.teamId === team.id && !state.sessions.has(jobId)) revived.add(jobId);
+          return base.interact(team, jobId, body);
+        },
+        stop: (team, jobId) => (revived.delete(jobId) ? base.error(404, 'Browser session not found.') : base.stop(team, jobId)),
+      };
+    }),
+  },
+  {
+    name: 'refused-interact-opens-session',
+    breaks: 'stop-is-final',
+    description: 'answers an interact on a stopped session 410, as the hosted service does, but opens a new billed session all the same',
+    options: behaviour((base, state) => ({
+      interact: (team, jobId, body) => {
+        if (state.stopped.get(jobId)?.teamId !== team.id || state.sessions.has(jobId)) return base.interact(team, jobId, body);
+        base.interact(team, jobId, body);
+        return base.error(410, 'This browser session has been destroyed.');
+      },
+    })),
+  },
   // Rule 8: robustness
   { name: 'bad-job-id-500', breaks: 'malformed-job-id', description: 'crashes (500) on a jobId that is not a UUID', options: behaviour((base) => ({ error: (status, message, headers) => base.error(/job ID/i.test(message) ? 500 : status, message, headers) })) },
   { name: 'long-job-id-500', breaks: 'malformed-job-id', description: 'crashes (500) on a jobId longer than 1000 characters', options: behaviour((base) => ({ send: (res, reply) => base.send(res, reply.status === 400 && (res.req.url?.length ?? 0) > 1000 ? { ...reply, status: 500 } : reply) })) },
@@ -390,34 +428,6 @@ export const orderFaults: Variant[] = [
         return base.interact(team, jobId, body);
       },
     })),
-  },
-  {
-    name: 'interact-after-stop-ghost',
-    breaks: 'sequences',
-    runsEveryRule: true,
-    description: 'answers an interact on a stopped session 200, but no session runs: its stop then answers 404',
-    options: behaviour((base, state) => ({
-      interact: (team, jobId, body) =>
-        state.stopped.get(jobId)?.teamId === team.id && !state.sessions.has(jobId) ? { status: 200, body: { success: true, stdout: '', result: '', stderr: '', exitCode: 0, killed: false } } : base.interact(team, jobId, body),
-    })),
-  },
-  {
-    name: 'stale-stopped-marker',
-    breaks: 'sequences',
-    runsEveryRule: true,
-    // The session its stale marker hides can never be stopped: it runs until the variant's server closes.
-    leaksSessions: true,
-    description: "begins a new session on an interact after a stop, but answers that session's first stop 404 from a stale 'stopped' marker, and leaves it running",
-    options: behaviour((base, state) => {
-      const revived = new Set<string>();
-      return {
-        interact: (team, jobId, body) => {
-          if (state.stopped.get(jobId)?.teamId === team.id && !state.sessions.has(jobId)) revived.add(jobId);
-          return base.interact(team, jobId, body);
-        },
-        stop: (team, jobId) => (revived.delete(jobId) ? base.error(404, 'Browser session not found.') : base.stop(team, jobId)),
-      };
-    }),
   },
   // Faults of the second time: state kept across repeated steps of one session (counters, cached answers).
   {

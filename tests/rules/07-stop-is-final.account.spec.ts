@@ -5,7 +5,30 @@
 import { test, expect } from '../support/fixtures';
 import { judgeAccount, readOpening, settleAccount } from '../support/account';
 import { notVerifiable } from '../support/checks';
+import { interactPath, summary, type Answer } from '../support/client';
 import { spec } from '../support/rules';
+import { describeSettlement, isNewCharge } from '../support/settlements';
+
+// In this order, whatever the first finds (their project is not fully parallel): the sweep's stops settle what it finds, and the account check then counts them.
+
+test(
+  'no session runs that the run did not open: every job whose interact was refused or failed holds nothing',
+  spec('stop-is-final/no-leaks'),
+  async ({ api, identities, settings, ledger, check }) => {
+    const jobs = ledger.refusedOpenings(api.target.baseURL, identities.owner.name);
+    if (!jobs.length) notVerifiable('no interact of the run was refused or failed: there was no job where a session nobody asked for could run');
+    const found: { jobId: string; status?: number; stop: Answer }[] = [];
+    for (const job of jobs) {
+      const stop = await test.step(`the owner stops job ${job.jobId}, whose last interact answered ${job.status ?? 'nothing'}`, () => api.send({ method: 'DELETE', path: interactPath(job.jobId), as: identities.owner }));
+      found.push({ ...job, stop });
+    }
+    await check('nothing-left', () => {
+      const left = found.filter(({ stop }, index) => ![200, 404].includes(stop.status) || jobs[index].settled.every((one) => isNewCharge(stop, one)) && isNewCharge(stop));
+      const described = left.map(({ jobId, status, stop }) => `${jobId} (its last interact answered ${status ?? 'nothing'}; ${isNewCharge(stop) ? `a session ran there, and its stop settled ${describeSettlement({ credits: stop.body!.creditsBilled, durationMs: stop.body!.sessionDurationMs })}` : summary(stop)})`);
+      expect(described, `${jobs.length} job(s) whose interact was refused or failed must hold no session: a stop finds nothing (404) or reports a settlement already seen`).toEqual([]);
+    });
+  },
+);
 
 test(
   "the owner team's account is charged each session's settlement once, and nothing the run did not see",

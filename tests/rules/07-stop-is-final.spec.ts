@@ -54,3 +54,20 @@ test(
     });
   },
 );
+
+test(
+  'an interact on a stopped session opens a new session it answers 200 for, or is refused and opens nothing',
+  spec('stop-is-final/interact-after-stop'),
+  async ({ api, session, sessions, identities, check }) => {
+    const stop = await test.step('the owner stops the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.owner }));
+    await check('first-stop', () => expect(stop.status, summary(stop)).toBe(200));
+    const again = await test.step('the owner interacts with the stopped session', () => sessions.interact(session));
+    await check('interact', () => expect(again.status === 200 || (again.status >= 400 && again.status < 500), `a new session (200) or a refusal (4xx; the hosted service answers 410): ${summary(again)}`).toBe(true));
+    const last = await test.step('the owner stops it again', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.owner }));
+    await check('nothing-unannounced', () => {
+      if (again.status === 200) return expect(last.status, `the interact answered 200, so a new session runs and this stop ends it: ${summary(last)}`).toBe(200);
+      expect([200, 404], `the refused interact must have opened nothing: ${summary(last)}`).toContain(last.status);
+      expect(isNewCharge(last, stop), `the refused interact (${again.status}) opened a session nobody asked for, and this stop settled it: ${summary(last)}`).toBe(false);
+    });
+  },
+);

@@ -13,7 +13,7 @@ import { sameSettlement, type Settled } from './settlements';
 
 export type LedgerEntry =
   | { event: 'created'; at: string; target: string; embedded: boolean; jobId: string; identity: string; test?: string }
-  | { event: 'live' | 'opening' | 'not-opened' | 'maybe-open'; at: string; target: string; jobId: string; identity: string }
+  | { event: 'live' | 'opening' | 'not-opened' | 'maybe-open'; at: string; target: string; jobId: string; identity: string; status?: number }
   | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number }
   | ({ event: 'settled'; at: string; target: string; jobId: string; identity: string } & Settled)
   | { event: 'scraped'; at: string; target: string; jobId?: string; identity: string; credits?: number };
@@ -43,7 +43,7 @@ export class Ledger {
    * and what came of it: a session runs ('live', what a cap on live sessions counts), none
    * ('not-opened': a 4xx), or perhaps one ('maybe-open': a 5xx or no answer).
    */
-  session(event: 'opening' | 'live' | 'not-opened' | 'maybe-open', entry: { target: string; jobId: string; identity: string }): void {
+  session(event: 'opening' | 'live' | 'not-opened' | 'maybe-open', entry: { target: string; jobId: string; identity: string; status?: number }): void {
     this.write({ event, at: new Date().toISOString(), ...entry });
   }
 
@@ -82,6 +82,28 @@ export class Ledger {
     }
     const settlements = [...jobs].flatMap(([jobId, sessions]) => sessions.filter((session) => session.reports > 0).map((session) => ({ jobId, ...session })));
     return { settlements, scrapes };
+  }
+
+  /**
+   * The jobs of `identity` whose last interact that could have opened a session was refused or
+   * failed (4xx, 410, 5xx, no answer), so that the run holds no session there: where a session runs
+   * all the same, nobody asked for it. With the settlements already seen for the job's last session.
+   */
+  refusedOpenings(target: string, identity: string): { jobId: string; status?: number; settled: Settled[] }[] {
+    const jobs = new Map<string, { last?: { status?: number }; settled: Settled[] }>();
+    for (const entry of this.entries()) {
+      if (entry.target !== target || entry.event === 'scraped') continue;
+      if (entry.event === 'created') {
+        if (entry.identity === identity) jobs.set(entry.jobId, { settled: jobs.get(entry.jobId)?.settled ?? [] });
+        continue;
+      }
+      const job = jobs.get(entry.jobId);
+      if (!job) continue;
+      if (entry.event === 'settled') job.settled.push({ credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) });
+      else if (entry.event === 'not-opened' || entry.event === 'maybe-open') job.last = entry;
+      else if (entry.event === 'live' || entry.event === 'opening') job.last = undefined;
+    }
+    return [...jobs].filter(([, job]) => job.last).map(([jobId, job]) => ({ jobId, status: job.last!.status, settled: job.settled }));
   }
 
   /** Whether a stop by the team that owns the job, sent from this process, ended its session. */

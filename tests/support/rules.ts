@@ -13,6 +13,8 @@ export type Level = 'must' | 'should' | 'inferred';
 interface TestEntry {
   level: Level;
   checks: readonly string[];
+  /** Judges the whole run (its rule's lastFile, after every other test): what any test did counts. */
+  runWide?: true;
 }
 
 interface RuleEntry {
@@ -98,7 +100,9 @@ export const RULES = {
       'second-stop': inferred(['first-stop', 'second-stop', 'no-second-charge']),
       'simultaneous-stops': inferred(['one-succeeds', 'answers', 'charged-once']),
       'final-for-everyone': must(['first-stop', 'refused', 'reveals-nothing', 'still-stopped']),
-      account: inferred(['charged-as-settled']),
+      'interact-after-stop': inferred(['first-stop', 'interact', 'nothing-unannounced']),
+      'no-leaks': { ...inferred(['nothing-left']), runWide: true },
+      account: { ...inferred(['charged-as-settled']), runWide: true },
     },
   },
   'malformed-job-id': {

@@ -258,7 +258,7 @@ export class Sessions {
       },
       /** What came of it: its answer's status, or none. */
       ended: (status?: number) => {
-        if (marks) ledger.session(status === 200 ? 'live' : status !== undefined && status < 500 ? 'not-opened' : 'maybe-open', entry);
+        if (marks) ledger.session(status === 200 ? 'live' : status !== undefined && status < 500 ? 'not-opened' : 'maybe-open', { ...entry, status });
       },
     };
     return opening;
