@@ -89,9 +89,14 @@ test('the account judges money: exact is a pass, a repeat of settlements the run
   };
   const judge = (remaining: number, still = true, spent = spending) => judgeAccount(100, { remaining, still }, spent, 0.005, 60000);
   assert.equal(judge(92).outcome, 'pass');
-  assert.match(judge(90).message, /charged 10 credit\(s\) .* account for 8: 2 settlement\(s\) of 2 session\(s\), 5 credit\(s\), and 3 scrape\(s\), 3: 2 more, exactly what this session settled: charged again for job-a \(2 credit\(s\), reported by 2 answer\(s\)\)/);
+  assert.match(judge(90).message, /charged 10 credit\(s\) .* account for 8: 2 settlement\(s\) of 2 session\(s\), 5 credit\(s\), and 3 scrape\(s\), 3: 2 more, exactly what this session settled: charged again for job-a \(2 credit\(s\); its settlement reported by 2 answer\(s\)\)/);
   assert.equal(judge(90).outcome, 'fail');
   assert.equal(judge(87).outcome, 'fail', 'both charged again');
+  // One session's settlement reported by five answers, each charged: four more charges of it.
+  const reportedOften = { ...spending, settlements: [{ ...spending.settlements[0], reports: 5 }, spending.settlements[1]] };
+  assert.match(judge(84, true, reportedOften).message, /8 more, exactly what this session settled: charged again for job-a \(2 credit\(s\) 4 times; its settlement reported by 5 answer\(s\)\)/);
+  assert.equal(judge(81, true, reportedOften).outcome, 'fail', 'and the other session once');
+  assert.equal(judge(80, true, reportedOften).outcome, 'not verifiable', 'more than every report and one more charge of each explains');
   assert.equal(judge(91).outcome, 'not verifiable', 'one credit more: no settlement of the run');
   assert.equal(judge(90, false).outcome, 'not verifiable', 'the counter still moving');
   assert.equal(judge(95).outcome, 'not verifiable', 'charged less: still queued');

@@ -159,24 +159,30 @@ export function judgeAccount(opening: number, closing: { remaining: number; stil
     return { outcome: 'not verifiable', message: `${figures}: ${difference} more, and ${spending.scrapes.unpriced} scrape(s) gave no price (data.metadata.creditsUsed), which may be it` };
   }
   if (!closing.still) return { outcome: 'not verifiable', message: `${figures}: ${difference} more, and the counter was still moving: another use of the team during the run?` };
-  // The sessions reported more than once first: one settlement each, or two equal charges.
-  const ordered = [...settled].sort((a, b) => b.reports - a.reports);
-  const again = subsetSumming(ordered, difference, tolerance);
+  // Each session may have been charged once more for every answer that reported its settlement again (at least once): the most reported first.
+  const candidates = spending.settlements
+    .flatMap((session) => session.settled.map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports, copies: Math.max(1, session.reports - session.settled.length) })))
+    .sort((a, b) => b.reports - a.reports);
+  const again = chargedAgain(candidates, difference, tolerance);
   if (again) {
-    const named = again.map((one) => `${one.jobId} (${one.credits} credit(s), reported by ${one.reports} answer(s))`).join(', ');
+    const named = again.map(({ one, times }) => `${one.jobId} (${one.credits} credit(s)${times > 1 ? ` ${times} times` : ''}; its settlement reported by ${one.reports} answer(s))`).join(', ');
     return { outcome: 'fail', message: `${figures}: ${difference} more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled: charged again for ${named}` };
   }
   return { outcome: 'not verifiable', message: `${figures}: ${difference} more, which no settlement of the run explains: another use of the team during the run, or a charge the run never saw` };
 }
 
-/** A few of the settlements (at most 6, each once, in order of preference) whose credits add up to `total`. */
-function subsetSumming<T extends { credits: number }>(items: T[], total: number, tolerance: number): T[] | undefined {
-  const candidates = items.slice(0, 24);
-  const search = (start: number, left: number, chosen: T[]): T[] | undefined => {
-    if (Math.abs(left) <= tolerance && chosen.length) return chosen;
-    if (left < -tolerance || chosen.length >= 6) return undefined;
-    for (let index = start; index < candidates.length; index++) {
-      const found = search(index + 1, left - candidates[index].credits, [...chosen, candidates[index]]);
+/**
+ * Settlements charged again, each at most `copies` times, whose credits add up to `total`: a
+ * bounded search, preferring the sessions reported most.
+ */
+function chargedAgain<T extends { credits: number; copies: number }>(candidates: T[], total: number, tolerance: number): { one: T; times: number }[] | undefined {
+  let budget = 50_000;
+  const search = (index: number, left: number, chosen: { one: T; times: number }[]): { one: T; times: number }[] | undefined => {
+    if (Math.abs(left) <= tolerance) return chosen.length ? chosen : undefined;
+    if (left < -tolerance || index >= candidates.length || --budget < 0) return undefined;
+    const one = candidates[index];
+    for (let times = Math.min(one.copies, Math.floor((left + tolerance) / one.credits)); times >= 0; times--) {
+      const found = search(index + 1, left - times * one.credits, times ? [...chosen, { one, times }] : chosen);
       if (found) return found;
     }
     return undefined;
