@@ -56,7 +56,7 @@ export function isolatedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   }
   // A short search, against external targets too: these runs check the command, the matrix searches
   // each variant deeply (MATRIX_SETTINGS). A test that needs the defaults passes ''.
-  return { ...env, SEQUENCE_SECONDS: '10', SEQUENCE_BUDGET: '100', ...extra };
+  return { ...env, SEQUENCE_SECONDS: '10', SEQUENCE_BUDGET: '100', BILLING_MINUTE_HOLD_MS: '2750', ...extra };
 }
 
 export function runCommand(command: string, args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Promise<{ code: number; log: string }> {
@@ -75,7 +75,7 @@ export function runCommand(command: string, args: string[], env: NodeJS.ProcessE
  * seconds shows) and one over two (a rate off by half shows), the default 2 s scrape gap (a clock
  * started at the scrape shows in the credits alone), and a fixed seed for the sequences rule.
  */
-const MATRIX_SETTINGS = { BILLING_HOLDS_MS: '450,850,2250', SEQUENCE_SEED: '1', SEQUENCE_BUDGET: '400', BURST_PROOF_RATE: String(3 * 40), BURST_CONCURRENCY: '50', TEST_TIMEOUT_MS: '90000' };
+const MATRIX_SETTINGS = { BILLING_HOLDS_MS: '450,850,2250', BILLING_MINUTE_HOLD_MS: '2750', SEQUENCE_SEED: '1', SEQUENCE_BUDGET: '400', BURST_PROOF_RATE: String(3 * 40), BURST_CONCURRENCY: '50', TEST_TIMEOUT_MS: '90000' };
 
 /**
  * Every variant's limit, unless it brings its own: 150 a second per team, and the burst team's
@@ -143,6 +143,7 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
     const specs = variants.flatMap((variant, index) =>
       writeSpecs(output, index, variant.name, rulesOf(variant), {
         target: { baseURL: servers[index].url, embedded: true },
+        ...(variant.holdsPastAMinute ? { minuteHoldMs: 61_250 } : {}),
         ...(!variant.breaks && severalSeeds ? { sequenceSeeds: SEEDS_OF_CORRECT_VARIANTS, sequenceRuns: 20 } : {}),
       }, variant.knownDeviations && path.join(ROOT, variant.knownDeviations)),
     );

@@ -25,6 +25,8 @@ export interface Variant {
   caughtAs?: Outcome;
   /** Run every rule against it, to show that only its own rule catches it. */
   runsEveryRule?: boolean;
+  /** Its billing changes past a minute: billing/past-a-minute holds its session across the minute boundary (61.25 s) against it. */
+  holdsPastAMinute?: boolean;
   /** Its known-deviations file (from the kit's folder): the suite runs against it with that file. */
   knownDeviations?: string;
   /**
@@ -126,6 +128,13 @@ export const faultyVariants: Variant[] = [
   },
   // Rule 2: billing
   { name: 'billing-per-minute', breaks: 'billing', description: 'bills started minutes, not seconds', options: behaviour(() => ({ bill: billAt(2, (ms) => Math.ceil(ms / 60_000) * 60) })) },
+  {
+    name: 'billing-started-minute-after-first',
+    breaks: 'billing',
+    holdsPastAMinute: true,
+    description: 'prorates by the second within the first minute, then bills every started minute (61 s is billed 4 credits)',
+    options: behaviour(() => ({ bill: (ms) => (ms < 60_000 ? billAt(2, (t) => Math.ceil(t / 1000))(ms) : Math.ceil(ms / 60_000) * 2) })),
+  },
   { name: 'billing-rate-3', breaks: 'billing', description: 'bills 3 credits per minute', options: behaviour(() => ({ bill: billAt(3, (ms) => Math.ceil(ms / 1000)) })) },
   { name: 'billing-rate-1', breaks: 'billing', description: 'bills 1 credit per minute', options: behaviour(() => ({ bill: billAt(1, (ms) => Math.ceil(ms / 1000)) })) },
   { name: 'billing-whole-credits', breaks: 'billing', description: 'bills max(2, ceil(hours x 120)) whole credits, as the hosted service does', options: behaviour(() => ({ bill: (ms) => Math.max(2, Math.ceil((ms / 3_600_000) * 120)) })) },
@@ -594,7 +603,7 @@ function echoesCredentials(): ReferenceOptions {
 }
 
 export const variants: Variant[] = [
-  { name: 'reference', description: 'the reference itself', options: {} },
+  { name: 'reference', description: 'the reference itself', holdsPastAMinute: true, options: {} },
   ...correctVariants,
   ...faultyVariants,
   ...orderFaults,

@@ -44,6 +44,7 @@ export const RULES = {
     section: 'Endpoints › Rules 2; Limits',
     file: 'rules/02-billing.spec.ts',
     tests: {
+      'past-a-minute': must(['status', 'duration', 'credits']),
       'long-hold': must(['status', 'duration', 'credits']),
       'medium-hold': must(['status', 'duration', 'credits']),
       'short-hold': must(['status', 'duration', 'credits']),

@@ -24,6 +24,8 @@ export interface Settings {
   /** Answers within one second that no plan allows: a burst that reaches it without a 429 proves there is no limit. */
   burstProofRate: number;
   billingHoldsMs: number[];
+  /** The hold of the billing test past a minute: across a minute boundary against a remote target, short against the embedded reference. */
+  billingMinuteHoldMs: number;
   /** Scrape-to-interact gap of the short billing check: a clock started at the scrape is off by this much. */
   scrapeGapMs: number;
   requestTimeoutMs: number;
@@ -84,6 +86,7 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'BURST_CONCURRENCY', default: '200', meaning: 'Requests in flight at once during the burst (at most BURST_REQUESTS).' },
   { env: 'BURST_PROOF_RATE', default: '400', meaning: 'Answers within one second that no plan of the target allows. A burst that reaches it without a 429 fails (the target does not rate-limit); one that stays below it without a 429 is an error of the run (the client was too slow to tell).' },
   { env: 'BILLING_HOLDS_MS', default: '1250,2500,3750', meaning: 'The three hold times of the billing rule (different, none a whole second).' },
+  { env: 'BILLING_MINUTE_HOLD_MS', default: '61250; 3250 embedded', meaning: 'The hold of billing/past-a-minute (not a whole second): across a minute boundary, where billing by the started minute or a rate off after the first minute shows. Beside the other tests, so a run against a remote target barely grows. The embedded reference keeps it short, and the test says so.' },
   { env: 'SCRAPE_GAP_MS', default: '2000', meaning: 'Pause between scrape and interact in the short billing check: at 2 s or more, a clock started at the scrape shows in the credits alone.' },
   { env: 'REQUEST_TIMEOUT_MS', default: '30000', meaning: 'Total deadline of one request, body included.' },
   { env: 'MAX_BODY_BYTES', default: '1048576', meaning: 'Largest answer body read, after decompression.' },
@@ -155,8 +158,8 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
   const burstRequests = integer('BURST_REQUESTS', 2000, 2);
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000);
   const backoffBudgetMs = integer('BACKOFF_BUDGET_MS', 300_000, 0);
-  const billing = readBilling(env, problems);
-  const longestHold = Math.max(...billing.billingHoldsMs.filter(Number.isFinite), 0);
+  const billing = readBilling(env, problems, external);
+  const longestHold = Math.max(...billing.billingHoldsMs.filter(Number.isFinite), billing.billingMinuteHoldMs || 0, 0);
 
   const knownDeviationsFile = env.KNOWN_DEVIATIONS ? path.resolve(env.KNOWN_DEVIATIONS) : undefined;
   const sequenceSeeds = env.SEQUENCE_SEED ? env.SEQUENCE_SEED.split(',').map((part) => Number(part.trim())) : undefined;
@@ -217,7 +220,7 @@ function readTarget(env: NodeJS.ProcessEnv, problems: string[], allowInsecureHtt
 }
 
 /** The billing rule's holds, scrape gap and tolerance, consistent with one another. */
-function readBilling(env: NodeJS.ProcessEnv, problems: string[]): Pick<Settings, 'billingHoldsMs' | 'scrapeGapMs' | 'durationToleranceMs'> {
+function readBilling(env: NodeJS.ProcessEnv, problems: string[], external: boolean): Pick<Settings, 'billingHoldsMs' | 'billingMinuteHoldMs' | 'scrapeGapMs' | 'durationToleranceMs'> {
   const { integer } = reader(env, problems);
   const durationToleranceMs = integer('DURATION_TOLERANCE_MS', 20, 0);
   const scrapeGapMs = integer('SCRAPE_GAP_MS', 2000, 0);
@@ -225,10 +228,12 @@ function readBilling(env: NodeJS.ProcessEnv, problems: string[]): Pick<Settings,
   if (billingHoldsMs.length !== 3 || billingHoldsMs.some((ms) => !Number.isInteger(ms) || ms < 1 || ms % 1000 === 0) || new Set(billingHoldsMs).size !== 3) {
     problems.push(`BILLING_HOLDS_MS must be three different whole numbers of milliseconds, none a whole second (got "${env.BILLING_HOLDS_MS}").`);
   }
+  const billingMinuteHoldMs = integer('BILLING_MINUTE_HOLD_MS', external ? 61_250 : 3_250);
+  if (billingMinuteHoldMs % 1000 === 0) problems.push(`BILLING_MINUTE_HOLD_MS must not be a whole second (got ${billingMinuteHoldMs}).`);
   if (scrapeGapMs <= 2 * durationToleranceMs && scrapeGapMs !== 0) {
     problems.push(`SCRAPE_GAP_MS (${scrapeGapMs}) must be more than twice DURATION_TOLERANCE_MS (${durationToleranceMs}), or 0 to leave it out.`);
   }
-  return { billingHoldsMs, scrapeGapMs, durationToleranceMs };
+  return { billingHoldsMs, billingMinuteHoldMs, scrapeGapMs, durationToleranceMs };
 }
 
 /** The settings with another known-deviations file's declarations in place of KNOWN_DEVIATIONS (the kit's variant matrix). */

@@ -121,11 +121,13 @@ export function identitiesFor(target: Target, settings: Settings): Identities {
   };
 }
 
-export const targetFixtures: Fixtures<{ target: Target; identities: Identities }, { settings: Settings; knownDeviationsFile: string | undefined }> = {
+export const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteHoldMs: number }, { settings: Settings; knownDeviationsFile: string | undefined }> = {
   /** For the kit's variant matrix: the known-deviations file of this worker's target, in place of KNOWN_DEVIATIONS. */
   knownDeviationsFile: [undefined, { scope: 'worker', option: true }],
   settings: [async ({ knownDeviationsFile }, use) => use(knownDeviationsFile ? withKnownDeviations(loadSettings(), knownDeviationsFile) : loadSettings()), { scope: 'worker' }],
   // An option of each test, not of the worker: the variant matrix aims the tests of many variants at their own servers in shared workers.
   target: [async ({ settings }, use) => use(targetFrom(settings)), { option: true }],
   identities: async ({ target, settings }, use) => use(identitiesFor(target, settings)),
+  // An option of each test too: the variant matrix holds past a minute only where a variant's billing changes there.
+  minuteHoldMs: [async ({ settings }, use) => use(settings.billingMinuteHoldMs), { option: true }],
 };

@@ -161,6 +161,9 @@ export function renderSummary(summary: Summary): string {
   }
   const sequences = summary.rules.sequences?.tests.find((test) => test.note?.startsWith('searched '));
   if (sequences) lines.push(`  SEQUENCES: ${sequences.note}`);
+  // A run that did not hold a session past a minute says so.
+  const minute = summary.rules.billing?.tests.find((test) => test.id === 'billing/past-a-minute');
+  if (minute?.outcome === 'pass' && minute.note) lines.push(`  BILLING: ${minute.note}`);
   // Whether the account was used, and what it said (or why not).
   const account = summary.rules['stop-is-final']?.tests.find((test) => test.id === 'stop-is-final/account');
   if (account && account.outcome !== 'not run') lines.push(`  ACCOUNT (${account.outcome}): ${account.note ?? ''}`);
