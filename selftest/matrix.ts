@@ -90,7 +90,9 @@ export const SEEDS_OF_CORRECT_VARIANTS = [1, 7, 42];
 
 /** The rules a variant is run with: a faulty one its own rule (enough to prove the catch), unless it must show every other rule passes. */
 function rulesFor(variant: Variant, full: boolean): RuleId[] | undefined {
-  if (full || !variant.breaks || variant.runsEveryRule) return undefined;
+  if (full || variant.runsEveryRule) return undefined;
+  if (variant.rules) return variant.rules;
+  if (!variant.breaks) return undefined;
   return [variant.breaks];
 }
 

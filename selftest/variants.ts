@@ -25,6 +25,8 @@ export interface Variant {
   caughtAs?: Outcome;
   /** Run every rule against it, to show that only its own rule catches it. */
   runsEveryRule?: boolean;
+  /** The rules it is run with, where not its own rule alone (faulty) or every rule (correct): the rules where it differs from another variant. */
+  rules?: RuleId[];
   /** Its billing changes past a minute: billing/past-a-minute holds its session across the minute boundary (61.25 s) against it. */
   holdsPastAMinute?: boolean;
   /** Its known-deviations file (from the kit's folder): the suite runs against it with that file. */
@@ -544,6 +546,22 @@ export const correctVariants: Variant[] = [
   { name: 'second-stop-200-without-charge', description: 'answers a stopped session with 200 and no creditsBilled, as the hosted service does', options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true } } : r)) },
   { name: 'rate-limit-without-retry-after', description: 'sends 429 with no Retry-After header', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) })) },
   { name: 'rate-limit-other-body', description: 'sends 429 with a plain-text body', options: behaviour((base) => ({ send: (res, reply) => (reply.status === 429 ? (res.writeHead(429, { 'Content-Type': 'text/plain', ...reply.headers }), res.end('Too Many Requests')) : base.send(res, reply)) })) },
+  {
+    name: 'provisioning-race',
+    description: 'writes a scrape job 300 ms after answering its scrape, as the hosted service writes it without waiting: an interact sent at once answers 404 "Job not found."',
+    options: behaviour((base, state) => ({
+      scrape: (team, body) => {
+        const reply = base.scrape(team, body);
+        const jobId = (reply.body as { data?: { metadata?: { scrapeId?: string } } }).data?.metadata?.scrapeId;
+        const job = jobId && state.jobs.get(jobId);
+        if (job) {
+          state.jobs.delete(jobId);
+          setTimeout(() => state.jobs.set(jobId, job), 300).unref();
+        }
+        return reply;
+      },
+    })),
+  },
   { name: 'connection-close', description: 'closes the connection after every answer (Connection: close): nothing is kept alive', options: behaviour((base) => ({ send: (res, reply) => base.send(res, { ...reply, headers: { ...reply.headers, Connection: 'close' } }) })) },
   { name: 'slow-answers', description: 'delays every answer by 40 ms', options: behaviour((base) => ({ send: (res, reply) => void sleep(40).then(() => base.send(res, reply)) })) },
   { name: 'json-charset', description: 'serves application/json; charset=utf-8', options: behaviour((base) => ({ send: (res, reply) => base.send(res, { ...reply, headers: { 'Content-Type': 'application/json; charset=utf-8', ...reply.headers } }) })) },
@@ -603,7 +621,7 @@ function echoesCredentials(): ReferenceOptions {
 }
 
 export const variants: Variant[] = [
-  { name: 'reference', description: 'the reference itself', holdsPastAMinute: true, options: {} },
+  { name: 'reference', description: 'the reference itself', options: {} },
   ...correctVariants,
   ...faultyVariants,
   ...orderFaults,

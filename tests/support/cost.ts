@@ -21,6 +21,8 @@ export interface Spend {
   sessions: number;
   scrapes: number;
   credits: number;
+  /** Provisioning interacts answered 404 just after their scrape (the job not written yet) and sent again. */
+  provisioningRetries?: number;
   teams: Record<string, TeamSpend>;
 }
 
@@ -43,6 +45,10 @@ export function countRequest(team: string, limited: boolean, status: number): vo
 
 export function countScrape(): void {
   pending.scrapes += 1;
+}
+
+export function countProvisioningRetry(): void {
+  pending.provisioningRetries = (pending.provisioningRetries ?? 0) + 1;
 }
 
 export function countSession(): void {
@@ -93,6 +99,7 @@ export function readSpend(reportsDir: string, except?: string): Spend {
 export function addSpend(total: Spend, more: Spend): Spend {
   total.sessions += more.sessions;
   total.scrapes += more.scrapes;
+  if (more.provisioningRetries) total.provisioningRetries = (total.provisioningRetries ?? 0) + more.provisioningRetries;
   total.credits = Math.round((total.credits + more.credits) * 1e6) / 1e6;
   for (const [team, spend] of Object.entries(more.teams)) {
     const sum = (total.teams[team] ??= { limited: 0, throttled: 0, through: [] });
@@ -111,6 +118,8 @@ export interface Cost {
   credits: number;
   limitedRequests: number;
   throttled: number;
+  /** Provisioning interacts sent again after a 404 right after their scrape. */
+  provisioningRetries?: number;
   wallMs: number;
   /** Against a target whose limiter refused for at least a minute: the busiest team's floor (its requests that got through, at the median rate a minute its limiter let through while refusing). */
   floor?: { team: string; requests: number; perMinute: number; floorMs: number; ratio: number };
@@ -125,6 +134,7 @@ export function costOf(spend: Spend, wallMs: number): Cost {
     sessions: spend.sessions,
     scrapes: spend.scrapes,
     credits: spend.credits,
+    ...(spend.provisioningRetries ? { provisioningRetries: spend.provisioningRetries } : {}),
     limitedRequests: teams.reduce((sum, [, team]) => sum + team.limited, 0),
     throttled: teams.reduce((sum, [, team]) => sum + team.throttled, 0),
     wallMs,
@@ -149,13 +159,15 @@ export function costOf(spend: Spend, wallMs: number): Cost {
 export function mergeCosts(costs: Cost[]): Cost | undefined {
   if (!costs.length) return undefined;
   const sum = (field: 'sessions' | 'scrapes' | 'credits' | 'limitedRequests' | 'throttled') => costs.reduce((total, cost) => total + cost[field], 0);
-  return { sessions: sum('sessions'), scrapes: sum('scrapes'), credits: +sum('credits').toFixed(6), limitedRequests: sum('limitedRequests'), throttled: sum('throttled'), wallMs: Math.max(...costs.map((cost) => cost.wallMs)) };
+  const retries = costs.reduce((total, cost) => total + (cost.provisioningRetries ?? 0), 0);
+  return { sessions: sum('sessions'), scrapes: sum('scrapes'), credits: +sum('credits').toFixed(6), limitedRequests: sum('limitedRequests'), throttled: sum('throttled'), ...(retries ? { provisioningRetries: retries } : {}), wallMs: Math.max(...costs.map((cost) => cost.wallMs)) };
 }
 
 export function describeCost(cost: Cost): string[] {
   const lines = [
     `COST: ${cost.sessions} session(s) created, ${cost.scrapes} scrape(s), ${cost.credits} credit(s) billed as the target reported them; ` +
-      `${cost.limitedRequests} request(s) to stop and interact, ${cost.throttled} answered 429; ${(cost.wallMs / 1000).toFixed(1)} s`,
+      `${cost.limitedRequests} request(s) to stop and interact, ${cost.throttled} answered 429` +
+      `${cost.provisioningRetries ? `; ${cost.provisioningRetries} provisioning interact(s) sent again after a 404 just after their scrape` : ''}; ${(cost.wallMs / 1000).toFixed(1)} s`,
   ];
   if (cost.floor) {
     lines.push(

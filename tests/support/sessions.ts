@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, interactPath, summary, type Answer, type Client } from './client';
 import { openAccount } from './account';
-import { countSession } from './cost';
+import { countProvisioningRetry, countSession } from './cost';
 import { SessionSlots } from './session-slots';
 import type { Ledger } from './ledger';
 import { RunError } from './errors';
@@ -38,6 +38,9 @@ export interface ProvisionOptions {
   /** Room for it was taken with others (provisionMany): a cap that shows is the caller's to handle. */
   reserved?: boolean;
 }
+
+/** How long a provisioning interact answered 404 just after its scrape is tried again (100 ms, then twice as long each time). */
+export const PROVISIONING_RACE_MS = 5_000;
 
 /** What the sessions' code runs: cheap, and billed at the code rate (a prompt bills more). */
 export const INTERACT_BODY = { code: 'console.log("conformance session")', language: 'node' };
@@ -313,12 +316,20 @@ export class Sessions {
     const { api, ledger } = this.options;
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
-    const opening = this.opening(owner, jobId, true);
-    const interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt }).catch((error) => {
-      opening.ended();
-      throw error;
-    });
-    opening.ended(interact.status);
+    let interact: Answer;
+    let opening: ReturnType<Sessions['opening']>;
+    // A job the target writes after answering its scrape (the hosted service does) may not be found at once: 404 is tried again, PROVISIONING_RACE_MS at most.
+    for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
+      opening = this.opening(owner, jobId, true);
+      interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt }).catch((error) => {
+        opening.ended();
+        throw error;
+      });
+      opening.ended(interact.status);
+      if (interact.status !== 404 || performance.now() + wait > until) break;
+      countProvisioningRetry();
+      await sleep(wait, undefined, { signal: this.options.signal });
+    }
     if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening.cap!));
     if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
