@@ -113,6 +113,25 @@ const keyMatch = (matches: (token: string, key: string) => boolean): ReferenceOp
     },
   }));
 
+/**
+ * Identity bound to a kept-alive connection instead of each request: `first` keeps the first team
+ * authenticated on it for every later request; `keyless` lends the last valid key's team to a later
+ * request without one.
+ */
+const connectionBoundIdentity = (mode: 'first' | 'keyless'): ReferenceOptions =>
+  behaviour((base) => {
+    const teamOf = new WeakMap<object, Team>();
+    return {
+      authenticate: (header, connection) => {
+        const known = connection && teamOf.get(connection);
+        if (known && mode === 'first') return known;
+        const team = base.authenticate(header);
+        if (team && connection) teamOf.set(connection, team);
+        return team ?? (mode === 'keyless' ? known || undefined : undefined);
+      },
+    };
+  });
+
 export const faultyVariants: Variant[] = [
   // Rule 1: the owner's stop
   { name: 'owner-stop-204', breaks: 'owner-stop', description: 'answers 204 with no body to the owner', options: stopReply((r) => (r.status === 200 ? { status: 204, body: '' } : r)) },
@@ -204,23 +223,7 @@ export const faultyVariants: Variant[] = [
       };
     }),
   },
-  {
-    name: 'connection-keeps-first-team',
-    breaks: 'foreign-team',
-    description: 'authenticates a kept-alive connection once: every later request on it acts as the first team that used it, whatever key it carries',
-    options: behaviour((base) => {
-      const teamOf = new WeakMap<object, Team>();
-      return {
-        authenticate: (header, connection) => {
-          const known = connection && teamOf.get(connection);
-          if (known) return known;
-          const team = base.authenticate(header);
-          if (team && connection) teamOf.set(connection, team);
-          return team;
-        },
-      };
-    }),
-  },
+  { name: 'connection-keeps-first-team', breaks: 'foreign-team', description: 'authenticates a kept-alive connection once: every later request on it acts as the first team that used it, whatever key it carries', options: connectionBoundIdentity('first') },
   {
     name: 'second-foreign-refusal-ends-session',
     breaks: 'foreign-team',
@@ -288,21 +291,7 @@ export const faultyVariants: Variant[] = [
       },
     })),
   },
-  {
-    name: 'keyless-rides-connection',
-    breaks: 'authentication',
-    description: 'remembers the team of the last valid key on each kept-alive connection, and takes a later request on it without a valid key as that team (a per-connection auth cache)',
-    options: behaviour((base) => {
-      const teamOf = new WeakMap<object, Team>();
-      return {
-        authenticate: (header, connection) => {
-          const team = base.authenticate(header);
-          if (team && connection) teamOf.set(connection, team);
-          return team ?? (connection ? teamOf.get(connection) : undefined);
-        },
-      };
-    }),
-  },
+  { name: 'keyless-rides-connection', breaks: 'authentication', description: 'remembers the team of the last valid key on each kept-alive connection, and takes a later request on it without a valid key as that team (a per-connection auth cache)', options: connectionBoundIdentity('keyless') },
   // Rule 6: rate limiting
   { name: 'no-rate-limit', breaks: 'rate-limit', description: 'never limits', options: behaviour(() => ({ limit: () => ({ allowed: true }) })) },
   { name: 'rate-limit-503', breaks: 'rate-limit', description: 'answers 503 instead of 429 over the limit', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status === 429 ? 503 : status, message, headers) })) },
