@@ -55,10 +55,10 @@ export default defineConfig({
   // (billing holds, the sequences rule) go first, so that the run waits for nothing else. Two
   // workers run the other tests, which are short: a worker costs about half a second of CPU to
   // start, and more would end no sooner (against a remote target, the sequences rule's minute
-  // outlasts them).
+  // outlasts them). Against a target whose clock is declared coarse, each refusal test holds its
+  // session for seconds: four of them at once, within the run's six workers.
   // The last project runs once every test of the others has ended, failed or not: Playwright runs a
   // project's teardown after all that depend on it, and 'the run' is an empty project for that alone.
-  // Against a target whose clock is declared coarse, each refusal test holds its session for seconds: four at once.
   projects: [
     ...(LAST.length ? [{ name: 'the run', testMatch: /^$/, teardown: 'after the run' }] : []),
     { name: 'rules, longest first', testMatch: LONGEST, workers: 4, dependencies: LAST.length ? ['the run'] : [] },

@@ -344,6 +344,25 @@ export const faultyVariants: Variant[] = [
       },
     })),
   },
+  {
+    name: 'repeat-stop-charged-again',
+    breaks: 'stop-is-final',
+    description: 'answers a stop of a stopped session with its first settlement, exactly (a report), and charges that settlement again: a fraction of a credit each time, as only the account shows',
+    options: behaviour((base, state) => {
+      const first = new Map<string, Reply>();
+      return {
+        stop: (team, jobId) => {
+          const reply = base.stop(team, jobId);
+          if (reply.status === 200) first.set(jobId, reply);
+          const earlier = first.get(jobId);
+          if (reply.status !== 404 || !earlier || state.stopped.get(jobId)?.teamId !== team.id) return reply;
+          const { sessionDurationMs, creditsBilled } = body(earlier) as { sessionDurationMs: number; creditsBilled: number };
+          state.charges.push({ jobId, teamId: team.id, durationMs: sessionDurationMs, credits: creditsBilled, at: state.clock() });
+          return earlier;
+        },
+      };
+    }),
+  },
   { name: 'second-stop-500', breaks: 'stop-is-final', description: 'crashes (500) on a stopped session', options: stopReply((r, _team, jobId, state) => (r.status === 404 && state.stopped.has(jobId) ? { status: 500, body: { success: false, error: 'session gone' } } : r)) },
   { name: 'stopped-session-200-for-anyone', breaks: 'stop-is-final', description: 'answers 200 {success: true} to any team that stops an already stopped session', options: stopReply((r, _team, jobId, state) => ((r.status === 404 || r.status === 403) && state.stopped.has(jobId) ? { status: 200, body: { success: true } } : r)) },
   { name: 'stopped-reveals-billing', breaks: 'stop-is-final', description: "puts the stopped session's duration and credits in the 404 another team gets", options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.has(jobId) && state.stopped.get(jobId)!.teamId !== team.id ? withBody(r, billingSoFar(state, jobId)) : r)) },

@@ -3,8 +3,9 @@
  * team's credit counter must have been charged exactly the settlements and scrapes the run saw.
  */
 import { test, expect } from '../support/fixtures';
-import { judgeAccount, readOpening, settleAccount } from '../support/account';
+import { accountTolerance, judgeAccount, readOpening, settleAccount } from '../support/account';
 import { notVerifiable } from '../support/checks';
+import { RunError } from '../support/errors';
 import { interactPath, summary, type Answer } from '../support/client';
 import { spec } from '../support/rules';
 import { describeSettlement, isNewCharge } from '../support/settlements';
@@ -23,9 +24,11 @@ test(
       const stop = await test.step(`the owner stops job ${job.jobId}, whose last interact answered ${job.status ?? 'nothing'}`, () => api.send({ method: 'DELETE', path: interactPath(job.jobId), as: identities.owner }));
       found.push({ ...job, stop });
     }
+    const odd = found.filter(({ stop }) => stop.status !== 200 && stop.status !== 404);
+    if (odd.length) throw new RunError(`the sweep's stops must find a job empty (404) or stop what runs there (200): ${odd.map(({ stop }) => summary(stop)).join('; ')}`);
     await check('nothing-left', () => {
-      const left = found.filter(({ stop }, index) => ![200, 404].includes(stop.status) || jobs[index].settled.every((one) => isNewCharge(stop, one)) && isNewCharge(stop));
-      const described = left.map(({ jobId, status, stop }) => `${jobId} (its last interact answered ${status ?? 'nothing'}; ${isNewCharge(stop) ? `a session ran there, and its stop settled ${describeSettlement({ credits: stop.body!.creditsBilled, durationMs: stop.body!.sessionDurationMs })}` : summary(stop)})`);
+      const left = found.filter(({ stop }, index) => isNewCharge(stop) && jobs[index].settled.every((one) => isNewCharge(stop, one)));
+      const described = left.map(({ jobId, status, stop }) => `${jobId} (its last interact answered ${status ?? 'nothing'}; a session ran there, and its stop settled ${describeSettlement({ credits: stop.body!.creditsBilled, durationMs: stop.body!.sessionDurationMs })})`);
       expect(described, `${jobs.length} job(s) whose interact was refused or failed must hold no session: a stop finds nothing (404) or reports a settlement already seen`).toEqual([]);
     });
   },
@@ -35,7 +38,8 @@ test(
   "the owner team's account is charged each session's settlement once, and nothing the run did not see",
   spec('stop-is-final/account'),
   async ({ api, identities, settings, ledger, check }, testInfo) => {
-    const started = performance.now();
+    // Its own wait, on top of the test's timeout: ACCOUNT_SETTLE_MS is all the charges get to land.
+    testInfo.setTimeout(testInfo.timeout + settings.accountSettleMs);
     // Each shard of a run against the embedded reference starts a reference of its own; the shards of a run against a remote target share its account.
     if (testInfo.config.shard && !api.target.embedded) notVerifiable('this run is one shard of several, which spend from the same account: the account can only be held to the whole run');
     const opening = readOpening(settings, api.target.baseURL);
@@ -43,15 +47,11 @@ test(
     if ('unavailable' in opening) notVerifiable(`the owner team's account could not be used: ${opening.unavailable}`);
     const spending = ledger.spending(api.target.baseURL, identities.owner.name);
     const expected = spending.settlements.reduce((sum, session) => sum + session.settled.reduce((total, one) => total + one.credits, 0), 0) + spending.scrapes.credits;
-    const tolerance = settings.creditTolerance * (spending.settlements.length + spending.scrapes.count) + 1e-6;
-    // As long as ACCOUNT_SETTLE_MS allows, and the test's own timeout: a reading is an exchange, and the test must end with a verdict.
-    const room = testInfo.timeout ? testInfo.timeout - (performance.now() - started) - 3 * settings.requestTimeoutMs : Infinity;
-    const settleMs = Math.max(0, Math.min(settings.accountSettleMs, room));
-    const closing = await test.step(`read the account until the run's charges have landed (at most ${Math.round(settleMs)} ms)`, () =>
-      settleAccount(api, identities.owner, opening.remaining - expected, tolerance, { ...settings, accountSettleMs: settleMs }),
+    const closing = await test.step(`read the account until the run's charges have landed (at most ${settings.accountSettleMs} ms)`, () =>
+      settleAccount(api, identities.owner, opening.remaining - expected, accountTolerance(spending), settings),
     );
     await testInfo.attach('account', { body: JSON.stringify({ opening: opening.remaining, readings: closing.readings, ...spending }, null, 2), contentType: 'application/json' });
-    const verdict = judgeAccount(opening.remaining, { remaining: closing.readings.at(-1)!.remaining, still: closing.still }, spending, settings.creditTolerance, settings.accountSettleMs);
+    const verdict = judgeAccount(opening.remaining, { remaining: closing.readings.at(-1)!.remaining, still: closing.still }, spending, settings.accountSettleMs);
     if (verdict.outcome === 'not verifiable') notVerifiable(verdict.message);
     testInfo.annotations.push({ type: 'note', description: verdict.message });
     await check('charged-as-settled', () => expect(verdict.outcome, verdict.message).toBe('pass'));

@@ -27,7 +27,8 @@ type AccountSettings = Pick<Settings, 'reportsDir' | 'accountCheck' | 'accountSe
 
 /** The team's remaining credits, or why the counter cannot be read. */
 export async function readCredits(api: Client, as: Identity): Promise<{ remaining: number } | { unavailable: string }> {
-  const answer = await api.send({ method: 'GET', path: CREDIT_USAGE_PATH, as, attach: false });
+  // A 429 is an answer here: the counter is read a few times a run, never waited for.
+  const answer = await api.send({ method: 'GET', path: CREDIT_USAGE_PATH, as, attach: false, on429: 'once' });
   const remaining = answer.body?.data?.remainingCredits;
   if (answer.status === 200 && typeof remaining === 'number' && Number.isFinite(remaining)) return { remaining };
   return { unavailable: `GET ${CREDIT_USAGE_PATH} answered ${answer.status}${answer.status === 200 ? ' without a number in data.remainingCredits' : ''}` };
@@ -66,10 +67,16 @@ async function takeOpening(api: Client, owner: Identity, settings: AccountSettin
     }
     return { unavailable: 'the worker that read the opening of the account never wrote it' };
   }
-  const opening = await readStill(api, owner, settings).catch((error: Error) => ({ unavailable: `reading it failed: ${error.message}` }));
-  writeFileSync(`${file}.tmp`, JSON.stringify(opening));
-  renameSync(`${file}.tmp`, file);
-  return opening;
+  const write = (opening: Opening) => {
+    writeFileSync(`${file}.tmp`, JSON.stringify(opening));
+    renameSync(`${file}.tmp`, file);
+    return opening;
+  };
+  // Whatever happens to this reading, the other workers hear of it; an error of the run stays one.
+  return readStill(api, owner, settings).then(write, (error: Error) => {
+    write({ unavailable: `reading it failed: ${error.message}` });
+    throw error;
+  });
 }
 
 async function readStill(api: Client, owner: Identity, settings: AccountSettings): Promise<Opening> {
@@ -140,14 +147,14 @@ const round = (credits: number) => +credits.toFixed(6);
  * scrapes of unknown price: not verifiable (another use of the team, say), never a failure.
  * Charged less: not verifiable (a charge still queued past ACCOUNT_SETTLE_MS).
  */
-export function judgeAccount(opening: number, closing: { remaining: number; still: boolean }, spending: Spending, creditTolerance: number, settleMs: number): AccountVerdict {
+export function judgeAccount(opening: number, closing: { remaining: number; still: boolean }, spending: Spending, settleMs: number): AccountVerdict {
   const settled = spending.settlements.flatMap((session) => session.settled.map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports })));
   const fromSessions = round(settled.reduce((sum, one) => sum + one.credits, 0));
   const fromScrapes = round(spending.scrapes.credits);
   const expected = round(fromSessions + fromScrapes);
   const charged = round(opening - closing.remaining);
   const difference = round(charged - expected);
-  const tolerance = creditTolerance * (settled.length + spending.scrapes.count) + 1e-6;
+  const tolerance = accountTolerance(spending);
   const figures =
     `the account was charged ${charged} credit(s) (${opening} before the run's first scrape, ${closing.remaining} after its last settlement); ` +
     `the run's answers account for ${expected}: ${settled.length} settlement(s) of ${spending.settlements.length} session(s), ${fromSessions} credit(s), and ${spending.scrapes.count} scrape(s), ${fromScrapes}`;
@@ -159,16 +166,33 @@ export function judgeAccount(opening: number, closing: { remaining: number; stil
     return { outcome: 'not verifiable', message: `${figures}: ${difference} more, and ${spending.scrapes.unpriced} scrape(s) gave no price (data.metadata.creditsUsed), which may be it` };
   }
   if (!closing.still) return { outcome: 'not verifiable', message: `${figures}: ${difference} more, and the counter was still moving: another use of the team during the run?` };
-  // Each session may have been charged once more for every answer that reported its settlement again (at least once): the most reported first.
+  // Only a settlement that more than one answer reported may have been charged again: once for each answer past the first.
   const candidates = spending.settlements
-    .flatMap((session) => session.settled.map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports, copies: Math.max(1, session.reports - session.settled.length) })))
+    .filter((session) => session.reports > session.settled.length)
+    .flatMap((session) => session.settled.map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports, copies: session.reports - session.settled.length })))
     .sort((a, b) => b.reports - a.reports);
   const again = chargedAgain(candidates, difference, tolerance);
   if (again) {
     const named = again.map(({ one, times }) => `${one.jobId} (${one.credits} credit(s)${times > 1 ? ` ${times} times` : ''}; its settlement reported by ${one.reports} answer(s))`).join(', ');
-    return { outcome: 'fail', message: `${figures}: ${difference} more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled: charged again for ${named}` };
+    return { outcome: 'fail', message: `${figures}: ${difference} more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled again: an answer that repeated a settlement was charged as a new one, for ${named}` };
   }
-  return { outcome: 'not verifiable', message: `${figures}: ${difference} more, which no settlement of the run explains: another use of the team during the run, or a charge the run never saw` };
+  return { outcome: 'not verifiable', message: `${figures}: ${difference} more, which no settlement reported twice explains: another use of the team during the run, or a charge the run never saw` };
+}
+
+/** Decimal places of a reported figure (up to 9). */
+const decimalsOf = (value: number) => {
+  for (let places = 0; places < 9; places++) if (Math.abs(value - +value.toFixed(places)) < 1e-12) return places;
+  return 9;
+};
+
+/**
+ * How far the account may lie from the sum of what the run's answers said: half a unit of the last
+ * place each settlement was reported to (at least to the cent), for a target that reports a rounded
+ * figure of what it charged. Scrapes' prices are whole. Never near a whole settlement.
+ */
+export function accountTolerance(spending: Spending): number {
+  const settled = spending.settlements.flatMap((session) => session.settled);
+  return settled.reduce((sum, one) => sum + 0.5 * 10 ** -Math.max(2, decimalsOf(one.credits)), 0) + 1e-9;
 }
 
 /**

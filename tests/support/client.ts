@@ -267,7 +267,7 @@ export function createClient(options: ClientOptions) {
   setMaxListeners(0, signal);
   const spell = settings.reportsDir ? new QuietSpell(settings.reportsDir, target.baseURL) : undefined;
   let pool: http.Agent | undefined;
-  const connections: Connection[] = [];
+  const connections = new Set<Connection>();
   const poolOf = () => (pool ??= new (target.baseURL.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets: 256 }));
   return {
     target,
@@ -279,11 +279,15 @@ export function createClient(options: ClientOptions) {
       pool?.destroy();
       connections.forEach((connection) => connection.destroy());
     },
-    /** A kept-alive connection of its own, for requests that must share one; closed when the client is cancelled. */
+    /** A kept-alive connection of its own, for requests that must share one; closed by `release`, or when the client is cancelled. */
     connection: (): Connection => {
       const connection = new (target.baseURL.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets: 1, maxFreeSockets: 1 });
-      connections.push(connection);
+      connections.add(connection);
       return connection;
+    },
+    release: (connection: Connection) => {
+      connections.delete(connection);
+      connection.destroy();
     },
     /** Runs `send` while no other worker's request is in flight (at most REQUEST_TIMEOUT_MS is waited for them), holding theirs back. */
     quietly: <T>(send: () => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, signal, send) : send()),

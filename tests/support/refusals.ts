@@ -121,12 +121,14 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
   const refusal = await test.step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser, connection: refusersConnection }));
   // The owner's key under a scheme word its file declares ignored is the owner's: no refusal to repeat.
   const takenAsOwner = refuser.team !== undefined && refuser.team === owner.team;
-  const ownersConnection = api.connection();
   const again = takenAsOwner
     ? undefined
     : await test.step(`${refuser.name} asks again, on a connection that has just carried the owner's valid request`, async () => {
+        const ownersConnection = api.connection();
         await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: owner, connection: ownersConnection });
-        return api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser, connection: ownersConnection });
+        const answer = await api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser, connection: ownersConnection });
+        api.release(ownersConnection);
+        return answer;
       });
   if (again && !again.reusedConnection) test.info().annotations.push({ type: 'note', description: "the target closed the connection after the owner's request: the refusal could not share it" });
   await check('refused', () => {
@@ -146,8 +148,10 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
       expect([200, 404], `the session was stopped by the request taken as the owner's: ${summary(stop)}`).toContain(stop.status);
       expect(isNewCharge(stop, refusal), `a stopped session is never settled again: ${summary(stop)}`).toBe(false);
     });
+    api.release(refusersConnection);
     return;
   }
+  api.release(refusersConnection);
   await checkSurvived(check, 'survives', stop, session, refusal, settings);
 }
 

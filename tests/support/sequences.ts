@@ -545,7 +545,7 @@ async function runHistory(options: ExploreOptions, budget: Budget, state: Return
     if (error instanceof CapReached) return undefined;
     return String((error as Error).message);
   } finally {
-    connection.destroy();
+    options.api.release(connection);
     state.steps += history.length;
     const problems = await sessions.cleanup(options.api);
     if (problems.length) budget.halted ??= new RunError(`Could not stop ${problems.length} session(s) a history created: ${problems.join(', ')}`);

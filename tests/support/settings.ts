@@ -159,7 +159,8 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000);
   const backoffBudgetMs = integer('BACKOFF_BUDGET_MS', 300_000, 0);
   const billing = readBilling(env, problems, external);
-  const longestHold = Math.max(...billing.billingHoldsMs.filter(Number.isFinite), billing.billingMinuteHoldMs || 0, 0);
+  // billing/past-a-minute adds its own hold to its timeout.
+  const longestHold = Math.max(...billing.billingHoldsMs.filter(Number.isFinite), 0);
 
   const knownDeviationsFile = env.KNOWN_DEVIATIONS ? path.resolve(env.KNOWN_DEVIATIONS) : undefined;
   const sequenceSeeds = env.SEQUENCE_SEED ? env.SEQUENCE_SEED.split(',').map((part) => Number(part.trim())) : undefined;
