@@ -71,7 +71,10 @@ test('a charge is a settlement: a repeat of it reports it, another duration or a
   assert.equal(isNewCharge(answer({ success: true, sessionDurationMs: 3000, creditsBilled: 2 }), first), false, 'the same settlement again');
   assert.equal(isNewCharge(answer({ success: true }), first), false);
   assert.equal(isNewCharge(answer({ success: false, error: 'Browser session not found.' }, 404), first), false);
-  assert.equal(isNewCharge(answer({ success: true, creditsBilled: 0 }), first), false, 'zero is no charge');
+  assert.equal(isNewCharge(answer({ success: true, creditsBilled: 0 }), first), false, 'zero alone reports nothing');
+  const free = answer({ success: true, sessionDurationMs: 19, creditsBilled: 0 });
+  assert.equal(isNewCharge(answer({ success: true, sessionDurationMs: 21, creditsBilled: 0 }), free), true, 'settled again at no charge: another duration');
+  assert.equal(isNewCharge(answer({ success: true, sessionDurationMs: 19, creditsBilled: 0 }), free), false);
   assert.equal(isNewCharge(answer({ success: true, sessionDurationMs: 4000, creditsBilled: 2 }), first), true, 'a new duration');
   assert.equal(isNewCharge(answer({ success: true, creditsBilled: 3 }), first), true, 'a new amount');
   assert.equal(isNewCharge(answer({ success: true, creditsBilled: 2 }), answer({ success: true })), true, 'after a stop that settled nothing, a charge is new');

@@ -169,7 +169,7 @@ export function judgeAccount(opening: number, closing: { remaining: number; stil
   // Only a settlement that more than one answer reported may have been charged again: once for each answer past the first.
   const candidates = spending.settlements
     .filter((session) => session.reports > session.settled.length)
-    .flatMap((session) => session.settled.map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports, copies: session.reports - session.settled.length })))
+    .flatMap((session) => session.settled.filter((one) => one.credits > 0).map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports, copies: session.reports - session.settled.length })))
     .sort((a, b) => b.reports - a.reports);
   const again = chargedAgain(candidates, difference, tolerance);
   if (again) {

@@ -15,12 +15,17 @@ export interface Settled {
   durationMs?: number;
 }
 
-/** What a stop's answer settled: 200 with a creditsBilled that is a number above zero. */
+/**
+ * What a stop's answer settled: 200 with a creditsBilled that is a number, above zero or beside a
+ * sessionDurationMs (a session settled at no charge still has its duration). A creditsBilled of
+ * zero alone reports nothing (the hosted service's repeat stop may answer so).
+ */
 export function settlementOf(answer: Pick<Answer, 'status' | 'body'>): Settled | undefined {
   const credits = answer.body?.creditsBilled;
-  if (answer.status !== 200 || typeof credits !== 'number' || !Number.isFinite(credits) || credits === 0) return undefined;
   const duration = answer.body?.sessionDurationMs;
-  return typeof duration === 'number' ? { credits, durationMs: duration } : { credits };
+  if (answer.status !== 200 || typeof credits !== 'number' || !Number.isFinite(credits)) return undefined;
+  if (typeof duration === 'number') return { credits, durationMs: duration };
+  return credits === 0 ? undefined : { credits };
 }
 
 /** The same settlement: equal credits, and equal durations where both give one. */
