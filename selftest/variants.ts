@@ -363,6 +363,19 @@ export const faultyVariants: Variant[] = [
       };
     }),
   },
+  {
+    name: 'account-charged-by-started-minute',
+    breaks: 'stop-is-final',
+    description: 'reports creditsBilled prorated by the second, as it should, but charges the account 2 credits per started minute',
+    options: behaviour((base, state) => ({
+      stop: (team, jobId) => {
+        const reply = base.stop(team, jobId);
+        const charge = reply.status === 200 ? state.charges.at(-1) : undefined;
+        if (charge) charge.credits = Math.max(1, Math.ceil(charge.durationMs / 60_000)) * 2;
+        return reply;
+      },
+    })),
+  },
   { name: 'second-stop-500', breaks: 'stop-is-final', description: 'crashes (500) on a stopped session', options: stopReply((r, _team, jobId, state) => (r.status === 404 && state.stopped.has(jobId) ? { status: 500, body: { success: false, error: 'session gone' } } : r)) },
   { name: 'stopped-session-200-for-anyone', breaks: 'stop-is-final', description: 'answers 200 {success: true} to any team that stops an already stopped session', options: stopReply((r, _team, jobId, state) => ((r.status === 404 || r.status === 403) && state.stopped.has(jobId) ? { status: 200, body: { success: true } } : r)) },
   { name: 'stopped-reveals-billing', breaks: 'stop-is-final', description: "puts the stopped session's duration and credits in the 404 another team gets", options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.has(jobId) && state.stopped.get(jobId)!.teamId !== team.id ? withBody(r, billingSoFar(state, jobId)) : r)) },

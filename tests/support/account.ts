@@ -132,6 +132,29 @@ export async function settleAccount(api: Client, owner: Identity, expected: numb
   return { readings, still: still() };
 }
 
+/**
+ * One session alone, once the run is over, for an account that moved by more than the run can
+ * explain: the counter is read still, a session is scraped, provisioned and stopped, and the
+ * counter must then move by exactly what its scrape and its stop reported. Returns the failure,
+ * or undefined when it agrees or cannot tell (the counter kept moving, or a price went unreported).
+ */
+export async function probeAccount(api: Client, owner: Identity, provision: () => Promise<{ scrape: { body: Record<string, any> | undefined } ; stop: () => Promise<{ status: number; body: Record<string, any> | undefined }> }>, settings: AccountSettings): Promise<string | undefined> {
+  const before = await settleAccount(api, owner, Infinity, 0, settings);
+  if (!before.still) return undefined;
+  const opening = before.readings.at(-1)!.remaining;
+  const { scrape, stop } = await provision();
+  const answer = await stop();
+  const price = scrape.body?.data?.metadata?.creditsUsed;
+  const settled = answer.status === 200 ? (typeof answer.body?.creditsBilled === 'number' ? answer.body.creditsBilled : 0) : undefined;
+  if (typeof price !== 'number' || settled === undefined) return undefined;
+  const expected = round(price + settled);
+  const tolerance = 0.5 * 10 ** -Math.max(2, decimalsOf(settled)) + 1e-9;
+  const after = await settleAccount(api, owner, opening - expected, tolerance, settings);
+  const moved = round(opening - after.readings.at(-1)!.remaining);
+  if (!after.still || Math.abs(moved - expected) <= tolerance) return undefined;
+  return `one session alone, after the run: its scrape reported ${price} credit(s) and its stop ${settled}, but the account moved by ${moved} (${opening}, then ${after.readings.at(-1)!.remaining}): the target charges other than it reports`;
+}
+
 export interface AccountVerdict {
   outcome: 'pass' | 'fail' | 'not verifiable';
   message: string;
