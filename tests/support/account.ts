@@ -145,7 +145,8 @@ export async function probeAccount(api: Client, owner: Identity, provision: () =
   const { scrape, stop } = await provision();
   const answer = await stop();
   const price = scrape.body?.data?.metadata?.creditsUsed;
-  const settled = answer.status === 200 ? (typeof answer.body?.creditsBilled === 'number' ? answer.body.creditsBilled : 0) : undefined;
+  // A stop result without creditsBilled (a minimal body) says nothing of the charge.
+  const settled = answer.status === 200 && typeof answer.body?.creditsBilled === 'number' ? answer.body.creditsBilled : undefined;
   if (typeof price !== 'number' || settled === undefined) return undefined;
   const expected = round(price + settled);
   const tolerance = 0.5 * 10 ** -Math.max(2, decimalsOf(settled)) + 1e-9;
