@@ -46,7 +46,7 @@ export default defineConfig({
         },
       },
     ],
-    ['./tests/support/summary-reporter.ts', { reportsDir: settings.reportsDir, target, embedded: settings.embedded, strict: settings.strict, sessionCap: settings.sessionCap } satisfies SummaryOptions],
+    ['./tests/support/summary-reporter.ts', { reportsDir: settings.reportsDir, target, embedded: settings.embedded, strict: settings.strict, sessionCap: settings.sessionCap, rateLimit: settings.rateLimit } satisfies SummaryOptions],
   ],
   // The tests have no browser fixture (tests/support/fixtures.ts), so nothing is traced; these stay off
   // all the same, should one be added: Playwright records request headers verbatim.

@@ -7,7 +7,10 @@
  * burst runs beside the other tests; `--production`, a target that bills whole credits and takes
  * any scheme word, as the hosted service does, run with its known-deviations file; `--cap N`, a cap
  * of N live sessions per team; `--sequence-seconds N`, the sequences rule's SEQUENCE_SECONDS (60 by
- * default), to measure what its search adds to the run.
+ * default), to measure what its search adds to the run; `--free-plan`, the hosted service as it is
+ * today on its free plan (its words on 429, 10 scrapes a minute on their own limiter, a cap of 2
+ * concurrent jobs shared with scrapes in progress, its provisioning race), with the production file;
+ * `--window-ms N`, the free plan's window scaled down to N ms.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -15,6 +18,7 @@ import path from 'node:path';
 import { createReferenceServer, loadTeams } from '../reference/server';
 import { isolatedEnv, ROOT, runCommand } from '../selftest/matrix';
 import { capsSessions, faultyVariants } from '../selftest/variants';
+import { FREE_PLAN, onPlan } from '../selftest/production';
 import type { Summary } from '../tests/support/verdict';
 import { renderPerformance } from './performance';
 
@@ -23,14 +27,16 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
 
 (async () => {
   const lines: string[] = [];
-  const production = option('--production');
+  const freePlan = option('--free-plan');
+  const windowMs = option('--window-ms') ? Number(process.argv[process.argv.indexOf('--window-ms') + 1]) : FREE_PLAN.windowMs;
+  const production = option('--production') || freePlan;
   const cap = option('--cap') ? Number(process.argv[process.argv.indexOf('--cap') + 1]) : undefined;
   // The sequences rule's time budget: its default (60 s) unless given, to measure what it adds to the run.
   const sequenceSeconds = option('--sequence-seconds') ? process.argv[process.argv.indexOf('--sequence-seconds') + 1] : '';
   const server = await createReferenceServer({
     rateLimit: { limit: 10, windowMs: 60_000 },
     log: (line) => lines.push(line),
-    behaviour: (base, state) => ({
+    behaviour: freePlan ? onPlan({ ...FREE_PLAN, windowMs }).behaviour : (base, state) => ({
       ...(production ? { ...behaviourOf('billing-whole-credits')(base, state), ...behaviourOf('any-scheme-accepted')(base, state) } : {}),
       ...(cap ? capsSessions(cap, false).behaviour!(base, state) : {}),
       error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers),
@@ -65,7 +71,7 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
   } catch {
     // first run
   }
-  bench[['strictLimit', burstTeam && 'BurstTeam', production && 'Production', cap && `Cap${cap}`, sequenceSeconds && `Sequences${sequenceSeconds}s`].filter(Boolean).join('')] = figures;
+  bench[['strictLimit', burstTeam && 'BurstTeam', freePlan ? `FreePlan${windowMs === 60_000 ? '' : `${windowMs}ms`}` : production && 'Production', cap && `Cap${cap}`, sequenceSeconds && `Sequences${sequenceSeconds}s`].filter(Boolean).join('')] = figures;
   writeFileSync(file, JSON.stringify(bench, null, 2));
   writeFileSync(path.join(ROOT, 'docs', 'performance.md'), renderPerformance(bench));
   process.exit(code);

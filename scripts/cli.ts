@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { hangFile } from '../tests/support/client';
 import { Ledger, ledgerFile } from '../tests/support/ledger';
 import { COMMAND_PIPE_VARIABLE, reportsFolderInUse } from '../tests/support/global-setup';
 import { RULE_IDS, RULES, type RuleId } from '../tests/support/rules';
@@ -247,14 +248,14 @@ function phases(reportsDir: string, playwrightEnded: number): string {
 }
 
 /** After Playwright: stops what the run left, builds the Allure report, and returns the exit code. */
-async function finish(settings: Settings, signalled: NodeJS.Signals | undefined, allure: boolean): Promise<number> {
+async function finish(settings: Settings, signalled: string | undefined, allure: boolean): Promise<number> {
   const leftOpen = await stopOpenSessions(new Ledger(ledgerFile(settings.reportsDir)), settings, (entry) => !entry.embedded);
   if (leftOpen.stopped.length) console.log(`Stopped ${leftOpen.stopped.length} session(s) the run left:\n  ${leftOpen.stopped.join('\n  ')}`);
   if (leftOpen.failed.length) console.error(`Could not stop ${leftOpen.failed.length} session(s):\n  ${leftOpen.failed.join('\n  ')}\nRun \`${NAME} cleanup\` to try again.`);
 
   const summaryFile = path.join(settings.reportsDir, 'conformance-summary.json');
   if (!existsSync(summaryFile)) {
-    console.error(signalled ? `The run was stopped by ${signalled} before it wrote a verdict.` : 'The run ended without a conformance summary: see the errors above.');
+    console.error(signalled ? `The run was stopped (${signalled}) before it wrote a verdict.` : 'The run ended without a conformance summary: see the errors above.');
     return EXIT_CODES.error;
   }
   const summary = JSON.parse(readFileSync(summaryFile, 'utf8')) as Summary;
@@ -281,7 +282,7 @@ function withCodeCache(options = ''): string {
  * workers left to stop their sessions unseen). Its teardown is awaited; past RUN_TIMEOUT_MS and a
  * minute's grace it is ended. Returns the signal that stopped the run, if one did.
  */
-function runPlaywright(args: string[], settings: Settings): Promise<NodeJS.Signals | undefined> {
+function runPlaywright(args: string[], settings: Settings): Promise<string | undefined> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, args, {
       // fd 3: a pipe that closes when this process ends, however it ends; the run then winds down (global-setup.ts).
@@ -289,13 +290,23 @@ function runPlaywright(args: string[], settings: Settings): Promise<NodeJS.Signa
       detached: true,
       env: { ...process.env, [COMMAND_PIPE_VARIABLE]: '3', NODE_OPTIONS: withCodeCache(process.env.NODE_OPTIONS) },
     });
-    let signalled: NodeJS.Signals | undefined;
+    let signalled: string | undefined;
     const forward = (signal: NodeJS.Signals) => {
       if (signalled) return;
       signalled = signal;
       console.error(`\n${signal}: stopping the run; waiting for its teardown to stop the sessions it created…`);
       child.kill('SIGINT');
     };
+    // A request the target left unanswered (client.ts): the run ends now, its teardown stopping what it opened, instead of meeting the same silence test after test.
+    const hang = hangFile(settings.reportsDir);
+    rmSync(hang, { force: true });
+    const watch = setInterval(() => {
+      if (signalled || !existsSync(hang)) return;
+      clearInterval(watch);
+      signalled = 'the target stopped answering';
+      console.error(`\nThe target stopped answering: ${readFileSync(hang, 'utf8')}\nEnding the run (exit 2): its teardown stops the sessions it created…`);
+      child.kill('SIGINT');
+    }, 250);
     const onInt = () => forward('SIGINT');
     const onTerm = () => forward('SIGTERM');
     process.on('SIGINT', onInt);
@@ -308,6 +319,7 @@ function runPlaywright(args: string[], settings: Settings): Promise<NodeJS.Signa
     hardStop.unref();
     child.on('exit', () => {
       clearTimeout(hardStop);
+      clearInterval(watch);
       process.off('SIGINT', onInt);
       process.off('SIGTERM', onTerm);
       resolve(signalled);

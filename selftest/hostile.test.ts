@@ -1,9 +1,11 @@
 /**
  * The command against hostile targets: each case runs `stop-session-conformance` against a target
- * that misbehaves, or kills part of the run mid-way, and checks that it ends within a stated time,
- * with exit code 1 or 2 and a message naming what happened, that no session is left running on
- * the server's side (after `cleanup` where the command itself was killed), and that no key reaches
- * its output, its reports or its ledger. Prints one table of the cases at the end.
+ * that misbehaves, or kills part of the run mid-way, and checks that it ends with exit code 1 or 2
+ * and a message naming what happened (the budget that ended it), that no session is left running
+ * on the server's side (after `cleanup` where the command itself was killed), and that no key
+ * reaches its output, its reports or its ledger. Time bounds are the budgets that should end each
+ * case plus five baselines: the same command against a correct target, timed in this run,
+ * so that a slow or busy machine moves both alike. Prints one table of the cases at the end.
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,6 +18,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
 import { createReferenceServer, type Reply, type ReferenceOptions, type ReferenceServer } from '../reference/server';
 import { isolatedEnv, ROOT, runCommand } from './matrix';
+import { FREE_PLAN, onPlan, PRODUCTION_FILE, type Plan } from './production';
+import type { Summary } from '../tests/support/verdict';
 import { filesContaining, SECRETS } from './secrets';
 
 const BIN = path.join(ROOT, 'bin', 'stop-session-conformance.js');
@@ -163,7 +167,7 @@ function assertNoKey(run: Started, ...outputs: string[]): void {
   assert.ok(entries.length > 0, 'the ledger holds the job');
   for (const entry of entries) {
     assert.equal(entry.identity, 'owner team');
-    assert.match(entry.jobId, UUID);
+    assert.match(entry.jobId ?? entry.scrape, UUID);
   }
   assert.deepEqual(filesContaining(run.reports), [], 'keys in the reports or the ledger');
   for (const output of [run.log(), ...outputs]) assert.deepEqual(filesContaining(output), [], 'keys in the output');
@@ -187,11 +191,20 @@ function killAll(groups: Set<number>): void {
   }
 }
 
+/** Seconds the command took against a correct target, the rule and settings of the cases alike: measured once, before the cases. */
+let baseline = 0;
+
+/**
+ * How long a case may take: its budgets (the seconds of the waits that must end it, such as request
+ * timeouts), and the command's own work: five baselines (a run, its teardown, cleanup, a killed worker's restart).
+ */
+const bound = (budgetSeconds: number) => budgetSeconds + 5 * baseline;
+
 interface Misbehaviour {
   name: string;
   behaviour: Behaviour;
-  /** Seconds the command may take to its verdict. */
-  within: number;
+  /** The seconds of waits that bound it: REQUEST_TIMEOUT_MS (2 s) for each request that must time out. */
+  budget: number;
   message: RegExp;
 }
 
@@ -199,44 +212,44 @@ const misbehaviours: Misbehaviour[] = [
   {
     name: 'interact hangs 60 s (session created)',
     behaviour: answersLate(60_000),
-    within: 30,
+    budget: 2,
     message: /POST \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 2000 ms \(REQUEST_TIMEOUT_MS\)/,
   },
   {
     name: 'interact answers 502 (session created)',
     behaviour: (base) => ({ interact: (team, jobId, body) => (base.interact(team, jobId, body), base.error(502, 'Bad gateway.')) }),
-    within: 30,
+    budget: 0,
     message: /provisioning: POST \/v2\/scrape\/\{jobId\}\/interact must answer 200 \(status 502\)/,
   },
   {
     name: 'interact answers 202 (session created)',
     behaviour: (base) => ({ interact: (team, jobId, body) => ({ ...base.interact(team, jobId, body), status: 202 }) }),
-    within: 30,
+    budget: 0,
     message: /provisioning: POST \/v2\/scrape\/\{jobId\}\/interact must answer 200 \(status 202\)/,
   },
   {
     name: 'stop answer trickled, 1 byte / 100 ms',
     behaviour: stopAnswers(trickled),
     // The test's stop, its teardown, the global teardown and the command each wait out REQUEST_TIMEOUT_MS.
-    within: 45,
+    budget: 4 * 2,
     message: /DELETE \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 2000 ms \(REQUEST_TIMEOUT_MS\)/,
   },
   {
     name: 'stop answer an endless chunked body',
     behaviour: stopAnswers(endless),
-    within: 30,
+    budget: 0,
     message: /DELETE \/v2\/scrape\/\S+\/interact as owner team failed: the answer's body exceeds MAX_BODY_BYTES \(65536 bytes\)/,
   },
   {
     name: 'stop answer a 50 MB body',
     behaviour: stopAnswers(fiftyMegabytes),
-    within: 30,
+    budget: 0,
     message: /DELETE \/v2\/scrape\/\S+\/interact as owner team failed: the answer's body exceeds MAX_BODY_BYTES \(65536 bytes\)/,
   },
   {
     name: 'stop answer a gzip bomb (60 KB -> 60 MB)',
     behaviour: stopAnswers(gzipBomb),
-    within: 30,
+    budget: 0,
     message: /DELETE \/v2\/scrape\/\S+\/interact as owner team failed: the answer's body exceeds MAX_BODY_BYTES \(65536 bytes\) once decompressed \(gzip\)/,
   },
 ];
@@ -244,6 +257,8 @@ const misbehaviours: Misbehaviour[] = [
 /** A target that is slow but correct: each session exists for 3 s before its interact answers, time enough to kill something. */
 const SLOW_INTERACT = answersLate(3_000);
 const SLOW_SETTINGS = { ...SHORT, REQUEST_TIMEOUT_MS: '5000' };
+/** What a case against it waits out: its interact, and a request's timeout. */
+const SLOW_SECONDS = 3 + 5;
 
 /**
  * Cases 8 to 11: a run against a target whose interact answers late, caught once its first session
@@ -273,7 +288,22 @@ describe('the command against hostile targets ends in bounded time, says what ha
     console.log(['', line(header), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n'));
   });
 
-  for (const [index, { name, behaviour, within, message }] of misbehaviours.entries()) {
+  // Started with the cases, so that it runs under the same load; each case waits for it before judging its own time.
+  const measured = (async () => {
+    const server = await createReferenceServer();
+    const run = start(server, RULE);
+    try {
+      const { code } = await run.exited;
+      // One rule of ten: incomplete, every test of it passed.
+      assert.equal(code, 3, run.log().slice(-3000));
+      baseline = run.seconds();
+      rows.push({ name: '0. baseline: a correct target', exit: String(code), seconds: baseline, left: server.activeSessions().length, message: 'every bound below is its budgets plus 5 times this' });
+    } finally {
+      killAll(new Set([run.child.pid!]));
+      await server.close();
+    }
+  })();
+  for (const [index, { name, behaviour, budget, message }] of misbehaviours.entries()) {
     test(`${index + 1}. ${name}`, async () => {
       const server = await createReferenceServer({ behaviour });
       const run = start(server, RULE);
@@ -284,7 +314,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
         rows.push({ name: `${index + 1}. ${name}`, exit: String(code), seconds, left, message: lineOf(run.log(), message) });
         assert.equal(code, 2, run.log().slice(-3000));
         assert.match(run.log(), message);
-        assert.ok(seconds < within, `verdict after ${seconds.toFixed(1)} s, more than ${within} s`);
+        await measured;
+        assert.ok(seconds < bound(budget), `verdict after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s)`);
         assert.equal(left, 0, 'sessions left running on the server');
         assert.ok(server.state.stopped.size > 0, 'the case created a session');
         assertNoKey(run);
@@ -296,7 +327,7 @@ describe('the command against hostile targets ends in bounded time, says what ha
   }
 
   // Faults that end the run as a failure or an error, fast: the back-off budget is the default five minutes here, and must not be what bounds them.
-  const faulty: { name: string; behaviour: Behaviour; args: string[]; settings?: Record<string, string>; exit: number; message: RegExp; left: number }[] = [
+  const faulty: { name: string; behaviour: Behaviour; args: string[]; settings?: Record<string, string>; exit: number; message: RegExp; left: number; budget?: number }[] = [
     {
       name: '12. stop of a stopped session answers 500',
       behaviour: (base, state) => ({ stop: (team, jobId) => (state.stopped.has(jobId) && !state.sessions.has(jobId) ? base.error(500, 'session gone') : base.stop(team, jobId)) }),
@@ -328,8 +359,43 @@ describe('the command against hostile targets ends in bounded time, says what ha
       message: /the back-off budget \(BACKOFF_BUDGET_MS=4000\) is used up/,
       left: -1,
     },
+    {
+      name: '15. every interact hangs (the session is created), five rules',
+      behaviour: answersLate(600_000),
+      args: ['--rule', 'owner-stop', '--rule', 'foreign-team', '--rule', 'billing', '--rule', 'stop-is-final', '--rule', 'authentication'],
+      settings: { REQUEST_TIMEOUT_MS: '4000' },
+      exit: 2,
+      message: /The target stopped answering: POST \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 4000 ms \(REQUEST_TIMEOUT_MS\)\nEnding the run \(exit 2\)/,
+      left: 0,
+      // The first interacts time out together; the run ends then, its teardown's stops answered at once.
+      budget: 4,
+    },
+    {
+      name: '16. the first stop of each session goes unanswered (a second stop gets through)',
+      behaviour: (base, state) => {
+        const dropped = new Set<string>();
+        return {
+          send(res, reply) {
+            const jobId = /^\/v2\/scrape\/([^/]+)\/interact$/.exec(res.req.url ?? '')?.[1];
+            if (res.req.method !== 'DELETE' || !jobId || dropped.has(jobId) || !state.stopped.has(jobId)) return base.send(res, reply);
+            // The session is stopped, as the backend would; the answer never comes.
+            dropped.add(jobId);
+            const session = state.stopped.get(jobId)!;
+            state.stopped.delete(jobId);
+            state.sessions.set(jobId, session);
+          },
+        };
+      },
+      args: ['--rule', 'owner-stop', '--rule', 'foreign-team', '--rule', 'billing', '--rule', 'stop-is-final'],
+      settings: { REQUEST_TIMEOUT_MS: '4000' },
+      exit: 2,
+      message: /The target stopped answering: DELETE \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 4000 ms \(REQUEST_TIMEOUT_MS\)\nEnding the run \(exit 2\)/,
+      left: 0,
+      // The test's stop, then the teardowns' first stops of the other sessions, all at once; their second stops get through.
+      budget: 2 * 4,
+    },
   ];
-  for (const { name, behaviour, args, settings, exit, message, left } of faulty) {
+  for (const { name, behaviour, args, settings, exit, message, left, budget: stated } of faulty) {
     test(name, async () => {
       const server = await createReferenceServer({ behaviour });
       const run = start(server, args, { ...SHORT, BACKOFF_BUDGET_MS: '300000', ...settings });
@@ -341,10 +407,59 @@ describe('the command against hostile targets ends in bounded time, says what ha
         assert.equal(code, exit, run.log().slice(-3000));
         assert.match(run.log(), message);
         // A fault found in seconds ends the run in seconds: one back-off budget at most, never one per waiting request.
-        assert.ok(seconds < Number(settings?.BACKOFF_BUDGET_MS ?? 0) / 1000 + 45, `the command ended after ${seconds.toFixed(1)} s`);
+        const budget = stated ?? Number(settings?.BACKOFF_BUDGET_MS ?? 0) / 1000 + Number(settings?.REQUEST_TIMEOUT_MS ?? 0) / 1000;
+        await measured;
+        assert.ok(seconds < bound(budget), `the command ended after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s)`);
         if (settings?.BACKOFF_BUDGET_MS) assert.match(run.log(), /is not tried again: another request of this run waited the whole back-off budget/, 'the other waiting requests gave up after one try');
         if (left >= 0) assert.equal(running, left, 'sessions left running on the server');
         if (running) assert.match(run.log(), /Could not stop \d+ session\(s\)/, 'a session left running is reported');
+        assertNoKey(run);
+      } finally {
+        killAll(new Set([run.child.pid!]));
+        await server.close();
+      }
+    });
+  }
+
+  // Targets with plans: they must pass, plan to their limits (few refusals), end near their floor and leave nothing running.
+  const plans: { name: string; plan: Plan; args: string[]; binding: 'interact' | 'scrape' }[] = [
+    {
+      name: '17. the free plan, its window scaled to 5 s: rate limit, job cap shared with scrapes, provisioning race',
+      plan: { ...FREE_PLAN, windowMs: 5_000 },
+      args: ['--rule', 'owner-stop', '--rule', 'foreign-team', '--rule', 'stop-is-final', '--rule', 'rate-limit'],
+      binding: 'interact',
+    },
+    {
+      name: '18. scrapes limited apart, tighter than stops and interacts (3 and 20 per 5 s), a cap of 3 jobs',
+      plan: { limit: 20, scrapeLimit: 3, windowMs: 5_000, jobCap: 3, provisioningRaceMs: 300 },
+      args: ['--rule', 'owner-stop', '--rule', 'billing', '--rule', 'stop-is-final'],
+      binding: 'scrape',
+    },
+  ];
+  for (const { name, plan, args, binding } of plans) {
+    test(name, async () => {
+      const lines: string[] = [];
+      const server = await createReferenceServer({ ...onPlan(plan), log: (line) => lines.push(line) });
+      // The production file: these targets are the hosted service, on a plan. The account check waits for the service's late charges.
+      const run = start(server, args, { ...SHORT, KNOWN_DEVIATIONS: path.join(ROOT, PRODUCTION_FILE), ACCOUNT_CHECK: '1', ACCOUNT_SETTLE_MS: '20000', TEST_TIMEOUT_MS: '120000' });
+      try {
+        const { code } = await run.exited;
+        const seconds = run.seconds();
+        const limited = lines.filter((line) => (binding === 'scrape' ? /^POST \/v2\/scrape / : /^(POST|DELETE) \/v2\/scrape\/[^/ ]*\/interact /).test(line));
+        const refused = limited.filter((line) => / 429 /.test(line)).length;
+        const summary = JSON.parse(readFileSync(path.join(run.reports, 'conformance-summary.json'), 'utf8')) as Summary;
+        const learnt = summary.rateLimits?.find((rate) => rate.team === 'owner' && rate.limiter === binding);
+        const limit = binding === 'scrape' ? plan.scrapeLimit : plan.limit;
+        // The floor: the requests that got through, at the plan's rate.
+        const floorSeconds = ((limited.length - refused) / limit) * (plan.windowMs / 1000);
+        rows.push({ name, exit: String(code), seconds, left: server.activeSessions().length, message: `${refused} of ${limited.length} ${binding === 'scrape' ? 'scrapes' : 'stops and interacts'} refused; learnt ${learnt ? `${learnt.limit} per ${learnt.windowMs / 1000} s` : 'nothing'}; floor ${floorSeconds.toFixed(1)} s` });
+        // Every rule chosen passes (with the production file's declarations): the others are not run.
+        assert.equal(code, 3, run.log().slice(-3000));
+        assert.equal(server.activeSessions().length, 0, 'sessions left running on the server');
+        assert.ok(refused <= 0.25 * limited.length, `${refused} of ${limited.length} limited requests were refused: more than a quarter`);
+        assert.deepEqual(learnt && { limit: learnt.limit, windowMs: learnt.windowMs }, { limit, windowMs: plan.windowMs }, 'the run learnt the plan\'s rate');
+        await measured;
+        assert.ok(seconds < 1.1 * floorSeconds + bound(0), `the run took ${seconds.toFixed(1)} s: more than 1.1 times its floor (${floorSeconds.toFixed(1)} s) and ${bound(0).toFixed(1)} s`);
         assertNoKey(run);
       } finally {
         killAll(new Set([run.child.pid!]));
@@ -367,7 +482,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.equal(code, 2, `a crashed worker is an error of the run, not a failure of the target:\n${run.log().slice(-3000)}`);
       assert.match(run.log(), message);
       assert.match(run.log(), /The global teardown stopped 1 session\(s\) their tests left/);
-      assert.ok(seconds < 30, `verdict after ${seconds.toFixed(1)} s`);
+      await measured;
+      assert.ok(seconds < bound(SLOW_SECONDS), `verdict after ${seconds.toFixed(1)} s, more than ${bound(SLOW_SECONDS).toFixed(1)} s`);
       assert.equal(left, 0, 'sessions left running on the server');
       assertNoKey(run);
     }),
@@ -387,7 +503,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.match(run.log(), /the run was interrupted before this test finished/);
       assert.match(run.log(), /Verdict: ERROR \(exit 2/);
       assert.deepEqual(running(tree.map((p) => p.pid)), [], 'processes of the run still running after the command exited');
-      assert.ok(seconds < 30, `verdict after ${seconds.toFixed(1)} s`);
+      await measured;
+      assert.ok(seconds < bound(SLOW_SECONDS), `verdict after ${seconds.toFixed(1)} s, more than ${bound(SLOW_SECONDS).toFixed(1)} s`);
       assert.equal(left, 0, 'sessions left running on the server');
       assertNoKey(run);
     }),
@@ -418,8 +535,9 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.match(second.log, /\/ledger\.jsonl: no session left open/);
       assert.match(second.log, /\/ledger\.previous\.jsonl: no session left open/);
       assert.doesNotMatch(second.log, /stopped|FAILED/);
-      // The cleanup alone: a process start and one stop (19 s were seen with another npm test beside).
-      assert.ok(cleanupSeconds < 30, `the cleanup took ${cleanupSeconds.toFixed(1)} s`);
+      // The cleanup alone: a process start and one stop, less than a run.
+      await measured;
+      assert.ok(cleanupSeconds < bound(0), `the cleanup took ${cleanupSeconds.toFixed(1)} s, more than ${bound(0).toFixed(1)} s`);
       assertNoKey(run, first.log, second.log);
     }),
   );
@@ -435,7 +553,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
       rows.push({ name: "11. SIGKILL to the command's group only", exit: 'killed', seconds, left, message: lineOf(run.log(), message) });
       assert.match(run.log(), message);
       await until('every process of the run to end', () => running(tree.map((p) => p.pid)).length === 0, 5_000);
-      assert.ok(seconds < 30, `the run ended after ${seconds.toFixed(1)} s`);
+      await measured;
+      assert.ok(seconds < bound(SLOW_SECONDS), `the run ended after ${seconds.toFixed(1)} s, more than ${bound(SLOW_SECONDS).toFixed(1)} s`);
       assert.equal(left, 0, 'sessions left running on the server');
       const cleanup = await runCommand(process.execPath, [BIN, 'cleanup'], run.env);
       assert.equal(cleanup.code, 0, cleanup.log);

@@ -41,12 +41,13 @@ interface Faults {
 
 const ANONYMOUS: Team = { id: 'anonymous', name: 'Keyless tier', keys: [] };
 
-export function today(faults: Faults = {}): ReferenceOptions {
+export function today(faults: Faults = {}, jobCap = JOB_CAP): ReferenceOptions {
   return {
     behaviour: (base: Behaviour, state: ReferenceState): Partial<Behaviour> => {
       const settled = new Map<string, { body: Record<string, unknown>; at: number }>();
       const releasing = new Set<string>();
       const scraping = new Map<string, number>();
+      const scrapedBy = new Map<string, string>();
       const seconds = (ms: number) => Math.floor(ms / 1000);
       const charge = (jobId: string, teamId: string, durationMs: number) => {
         const credits = wholeCredits(durationMs) + (faults.extraCredits ?? 0);
@@ -64,7 +65,10 @@ export function today(faults: Faults = {}): ReferenceOptions {
         authenticate: (header) => (header === undefined ? ANONYMOUS : base.authenticate(header.replace(/^\s*\S+/, 'Bearer'))),
         scrape(team, body) {
           const reply = base.scrape(team, body);
-          if (reply.status === 200) scraping.set(team.id, (scraping.get(team.id) ?? 0) + 1);
+          if (reply.status === 200) {
+            scraping.set(team.id, (scraping.get(team.id) ?? 0) + 1);
+            scrapedBy.set((reply.body as { data: { metadata: { scrapeId: string } } }).data.metadata.scrapeId, team.id);
+          }
           return reply;
         },
         interact(team, jobId, body) {
@@ -72,7 +76,7 @@ export function today(faults: Faults = {}): ReferenceOptions {
           if (job?.teamId === team.id && !state.sessions.has(jobId)) {
             if (state.stopped.has(jobId)) return base.error(410, 'This browser session has been destroyed.');
             const jobs = [...state.sessions.values()].filter((session) => session.teamId === team.id).length + (scraping.get(team.id) ?? 0);
-            if (jobs >= JOB_CAP) return base.error(429, `You have reached the maximum number of concurrent jobs (${JOB_CAP}). Please wait for existing jobs to complete.`);
+            if (jobs >= jobCap) return base.error(429, `You have reached the maximum number of concurrent jobs (${jobCap}). Please wait for existing jobs to complete.`);
           }
           return base.interact(team, jobId, body);
         },
@@ -106,11 +110,70 @@ export function today(faults: Faults = {}): ReferenceOptions {
           const scraped = res.req.method === 'POST' && res.req.url === '/v2/scrape' && reply.status === 200;
           if (!scraped) return base.send(res, reply);
           // The scrape holds its job slot until it answers.
-          const teamId = state.jobs.get((reply.body as { data: { metadata: { scrapeId: string } } }).data.metadata.scrapeId)!.teamId;
+          const teamId = scrapedBy.get((reply.body as { data: { metadata: { scrapeId: string } } }).data.metadata.scrapeId)!;
           void sleep(SCRAPE_MS).then(() => {
             scraping.set(teamId, (scraping.get(teamId) ?? 1) - 1);
             base.send(res, reply);
           });
+        },
+      };
+    },
+  };
+}
+
+export interface Plan {
+  /** Stop and interact, per team, in one window. */
+  limit: number;
+  /** Scrapes, per team, in one window (their own limiter). */
+  scrapeLimit: number;
+  windowMs: number;
+  /** Live sessions and scrapes in progress, per team. */
+  jobCap: number;
+  /** A scrape job is written this long after its scrape answers. */
+  provisioningRaceMs: number;
+}
+
+/** The free plan: 10 stops and interacts a minute, 10 scrapes a minute, 2 concurrent jobs. */
+export const FREE_PLAN: Plan = { limit: 10, scrapeLimit: 10, windowMs: 60_000, jobCap: 2, provisioningRaceMs: 300 };
+
+/**
+ * Today's service on a plan: its limiters as the service's (a fixed window from a key's first
+ * request, refused requests counted too, no Retry-After, its words with the window named), its job
+ * cap, and its scrape job written a little after the scrape answers.
+ */
+export function onPlan(plan: Plan): ReferenceOptions {
+  return {
+    behaviour: (base, state) => {
+      const production = today({}, plan.jobCap).behaviour!(base, state);
+      const windows = new Map<string, { start: number; consumed: number }>();
+      const unit = plan.windowMs === 60_000 ? 'min' : `${plan.windowMs / 1000}s`;
+      let refused = { consumed: 0, remaining: 0, resetMs: 0 };
+      return {
+        ...production,
+        limit(key) {
+          const now = state.clock();
+          let window = windows.get(key);
+          if (!window || now - window.start >= plan.windowMs) windows.set(key, (window = { start: now, consumed: 0 }));
+          window.consumed += 1;
+          const limit = key.endsWith(':scrape') ? plan.scrapeLimit : key.endsWith(':account') ? 100 : plan.limit;
+          if (window.consumed <= limit) return { allowed: true };
+          refused = { consumed: window.consumed, remaining: 0, resetMs: window.start + plan.windowMs - now };
+          return { allowed: false, retryAfterSeconds: Math.ceil(refused.resetMs / 1000) };
+        },
+        error(status, message, headers) {
+          if (status !== 429 || !message.startsWith('Rate limit')) return production.error?.(status, message, headers) ?? base.error(status, message, headers);
+          const secs = Math.round(refused.resetMs / 1000) || 1;
+          return base.error(429, `Rate limit exceeded. Consumed (req/${unit}): ${refused.consumed}, Remaining (req/${unit}): ${refused.remaining}. Upgrade your plan at https://firecrawl.dev/pricing for increased rate limits or please retry after ${secs}s, resets at ${new Date(Date.now() + refused.resetMs)}`, {});
+        },
+        scrape(team, body) {
+          const reply = production.scrape!(team, body);
+          const jobId = (reply.body as { data?: { metadata?: { scrapeId?: string } } }).data?.metadata?.scrapeId;
+          const job = jobId && state.jobs.get(jobId);
+          if (job) {
+            state.jobs.delete(jobId);
+            setTimeout(() => state.jobs.set(jobId, job), plan.provisioningRaceMs).unref();
+          }
+          return reply;
         },
       };
     },

@@ -13,6 +13,7 @@ import { interactPath, summary, type Answer } from '../support/client';
 import type { Session } from '../support/sessions';
 import { checkSurvived, expectRevealsNothing, ownerValuesOf, refusalHoldMs } from '../support/refusals';
 import { RunError } from '../support/errors';
+import { scheduleFor } from '../support/schedule';
 import { spec } from '../support/rules';
 import { loadSettings } from '../support/settings';
 import { burstHasOwnTeam } from '../support/target';
@@ -43,13 +44,16 @@ test(
       const holdMs = Math.max(...candidates.map((candidate) => refusalHoldMs(settings, candidate.created.receivedAt - candidate.created.sentAt) - (performance.now() - candidate.created.receivedAt)));
       if (holdMs > 0) await test.step(`hold the sessions ${Math.round(holdMs)} ms: the target's clock counts in steps of ${settings.declaredClock.resolutionMs} ms`, () => sleep(holdMs, undefined, { signal: api.signal }));
     }
+    // Where the run knows the team's rate, the burst is just wider than the room left in the window: a few refusals prove the limit, not hundreds.
+    const room = settings.reportsDir ? scheduleFor(settings.reportsDir, api.target.baseURL, team.team ?? team.name, 'interact', settings.rateLimit).room() : undefined;
+    const concurrency = room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2);
     const unknown = interactPath(randomUUID());
     const answers: Answer[] = [];
     const stops: { session: Session; answer: Answer }[] = [];
     let pending: Promise<unknown> | undefined;
     let burstMs = 0;
     const bounds = `${settings.burstRequests} requests or ${settings.burstSeconds} s`;
-    await test.step(`the ${team.name} sends stops of an unknown job, ${settings.burstConcurrency} at a time, until its first 429 (at most ${bounds}); once one gets 429, it also stops a live session of its own`, () =>
+    await test.step(`the ${team.name} sends stops of an unknown job, ${concurrency} at a time${room === undefined ? '' : ` (its window has room for ${room})`}, until its first 429 (at most ${bounds}); once one gets 429, it also stops a live session of its own`, () =>
       // No other request of the run is in flight meanwhile: the burst would widen the intervals they measure.
       api.quietly(async () => {
         const ownerHadRoom = identities.burst !== undefined && (await ownerHasRoom());
@@ -70,14 +74,14 @@ test(
           while (!done()) {
             next += 1;
             // The first stop of its own goes right behind the first wave: a limit below the wave throttles it whatever the client's speed.
-            if (next === Math.min(settings.burstConcurrency, settings.burstRequests) && !stops.length && !pending) pending = stopNext(candidates[0]);
+            if (next === Math.min(concurrency, settings.burstRequests) && !stops.length && !pending) pending = stopNext(candidates[0]);
             const answer = await api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true });
             answers.push(answer);
             const throttled = stops.some((stop) => stop.answer.status === 429);
             if (answer.status === 429 && !pending && !throttled && stops.length < candidates.length) pending = stopNext(candidates[stops.length]);
           }
         };
-        await Promise.all(Array.from({ length: Math.min(settings.burstConcurrency, settings.burstRequests) }, lane));
+        await Promise.all(Array.from({ length: Math.min(concurrency, settings.burstRequests) }, lane));
         await pending;
         burstMs = Math.round(performance.now() - started);
         // A burst team whose limit is not its own (a limit per client address, say) drained the others' too: they wait for its recovery.

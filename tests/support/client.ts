@@ -14,9 +14,11 @@
  * suite does not use it.
  */
 import { once, setMaxListeners } from 'node:events';
+import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
@@ -24,6 +26,8 @@ import type { Fixtures } from '@playwright/test';
 import { BackoffQueue } from './backoff-queue';
 import { countCredits, countRequest, countScrape, writeSpend } from './cost';
 import { QuietSpell } from './quiet-spell';
+import { readRefusal, retryAfterMs, type Refusal } from './limits';
+import { limiterOf, scheduleFor, type Schedule } from './schedule';
 import { Ledger, ledgerFile } from './ledger';
 import { settlementOf } from './settlements';
 import { redact, redactAuthorization, redactHeaders } from './redact';
@@ -49,6 +53,8 @@ export interface Answer {
   attempts: number;
   /** Sent on a kept-alive connection that had already carried a request (`connection` in SendOptions). */
   reusedConnection?: boolean;
+  /** A 429's words read (limits.ts), and whether the rate's window had room when it was sent, where the run knows the rate. */
+  refusal?: Refusal & { roomInWindow?: boolean };
 }
 
 /**
@@ -78,7 +84,9 @@ export interface SendOptions {
   /** On this kept-alive connection (`Client.connection()`), after whatever it carried before. */
   connection?: Connection;
   /** Asked after a 429, before backing off: `true` ends the retries, and the 429 is the answer. */
-  giveUpOn429?: (attempt: number) => Promise<boolean>;
+  giveUpOn429?: (attempt: number, answer: Answer) => Promise<boolean>;
+  /** An interact that may open a session: its 429 may be a cap's, and teaches a rate only where its words say so. */
+  opens?: boolean;
   /** Called just before each attempt is sent. */
   onAttempt?: () => void;
 }
@@ -115,17 +123,10 @@ export function summary(answer: Answer): string {
  */
 export function retryDelayMs(attempt: number, retryAfter: string | undefined, random = Math.random, waitedMs = 0): number {
   const floor = Math.min(100 * 2 ** (attempt - 1), 8_000);
-  const given = parseRetryAfter(retryAfter);
+  const given = retryAfterMs(retryAfter);
   if (given !== undefined) return Math.max(given, floor);
   const cap = Math.max(1_000, 8_000 - waitedMs / 8);
   return Math.min(1000 * 2 ** (attempt - 1), cap) * (0.8 + random() * 0.4);
-}
-
-function parseRetryAfter(value: string | undefined): number | undefined {
-  if (!value || !value.trim()) return undefined;
-  if (/^\s*-?\d+(\.\d+)?\s*$/.test(value)) return Math.min(Number(value) * 1000, 3_600_000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.min(date - Date.now(), 3_600_000);
 }
 
 export interface RawAnswer {
@@ -250,11 +251,13 @@ export interface ClientOptions {
    * With `reportsDir`, requests that back off take turns with the run's other workers
    * (backoff-queue.ts), and wait while another worker's burst sends (quiet-spell.ts).
    */
-  settings: Pick<Settings, 'requestTimeoutMs' | 'maxBodyBytes' | 'backoffBudgetMs'> & Partial<Pick<Settings, 'reportsDir'>>;
+  settings: Pick<Settings, 'requestTimeoutMs' | 'maxBodyBytes' | 'backoffBudgetMs'> & Partial<Pick<Settings, 'reportsDir' | 'rateLimit'>>;
   /** Where exchanges are attached (a test's report); nothing is attached without it. */
   attach?: (name: string, body: string) => Promise<void>;
   /** Records the owner's stops that ended a session. */
   ledger?: Ledger;
+  /** A request the target leaves unanswered ends the run (a test's client; not the cleanup's, which runs as the run ends). */
+  endsRunOnHang?: boolean;
 }
 
 export type Client = ReturnType<typeof createClient>;
@@ -293,9 +296,17 @@ export function createClient(options: ClientOptions) {
     quietly: <T>(send: () => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, signal, send) : send()),
     async send(request: SendOptions): Promise<Answer> {
       const on429 = request.on429 ?? (request.as.withoutValidKey ? 'once' : 'retry');
-      const queue = on429 !== 'once' && settings.reportsDir ? new BackoffQueue(settings.reportsDir, target.baseURL, request.as.team ?? request.as.name) : undefined;
+      const team = request.as.team ?? request.as.name;
+      const queue = on429 !== 'once' && settings.reportsDir ? new BackoffQueue(settings.reportsDir, target.baseURL, team) : undefined;
+      const limiter = request.as.withoutValidKey ? undefined : limiterOf(request.method, request.path);
+      const schedule = limiter && settings.reportsDir ? scheduleFor(settings.reportsDir, target.baseURL, team, limiter, limiter === 'interact' ? settings.rateLimit : undefined) : undefined;
+      // A stop of the team's own sessions goes first, and waits on its own budget: other requests that gave up never take a live session's stop with them.
+      const first = request.method === 'DELETE' && request.as.owner === true;
+      // The burst and one-off probes go at once; they take their places all the same.
+      const paced = on429 !== 'once' && !request.pooled;
       const started = performance.now();
-      const deadline = started + settings.backoffBudgetMs;
+      const since = Date.now();
+      let deadline = started + settings.backoffBudgetMs;
       const cancelled = (while_: string) => (error: unknown) => {
         if (!signal.aborted) throw error;
         throw new RunError(`${request.method} ${request.path} as ${request.as.name}: cancelled while ${while_}, its test had ended`);
@@ -305,18 +316,33 @@ export function createClient(options: ClientOptions) {
       let told = false;
       try {
         for (let attempts = 1; ; attempts++) {
-          const hadTurn = queue ? await queue.turn(deadline, signal).catch(cancelled('waiting its turn after 429')) : true;
+          const planned = schedule?.rate() !== undefined;
+          // Once the rate is known, the schedule keeps the order; before, the back-off queue does.
+          const hadTurn = queue && !planned ? await queue.turn(deadline, signal).catch(cancelled('waiting its turn after 429')) : true;
           // Another request of the run waited its whole budget for this team's limit in vain: one try, no waiting.
-          const giveUp = queue?.exhausted() ?? false;
+          const giveUp = !first && (queue?.exhausted() ?? false);
+          let at: number | undefined;
+          if (schedule && paced) {
+            const place = await schedule.admit(first, since, signal).catch(cancelled('waiting for a place under the rate limit'));
+            // Waiting for a place is the plan, not a limiter that does not recover.
+            deadline += place.waitedMs;
+            at = place.at;
+          }
           await spell?.enter(spellDeadline, signal).catch(cancelled("waiting for another worker's burst"));
           let answer: Answer;
           try {
             request.onAttempt?.();
+            if (schedule && !paced) at = schedule.sent();
             answer = await sendOnce(options, signal, request, attempts, request.connection ?? (request.pooled ? poolOf() : undefined));
           } finally {
             spell?.leave();
           }
           countRequest(request.as.team ?? 'keyless', JOB_OF_PATH.test(request.path), answer.status);
+          if (schedule && at !== undefined) {
+            if (answer.status === 429) answer.refusal = judge(schedule, at, answer, request);
+            // A cap's refusal went through the rate's limiter, and counts against its window.
+            schedule.answered(at, answer.status === 429 && answer.refusal?.kind !== 'cap' && answer.refusal?.roomInWindow !== true);
+          }
           if (answer.status === 429 && on429 !== 'once' && giveUp && on429 === 'retry') {
             await record(options, answer, request);
             throw new RunError(
@@ -325,17 +351,18 @@ export function createClient(options: ClientOptions) {
             );
           }
           if (answer.status === 429 && on429 !== 'once' && !giveUp) {
-            if (await request.giveUpOn429?.(attempts)) {
+            if (await request.giveUpOn429?.(attempts, answer)) {
               await record(options, answer, request);
               return answer;
             }
-            queue?.join();
-            const wait = retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
+            // Under a known rate the schedule gives the next place; a pause still keeps a refusing target from a tight loop.
+            const wait = schedule?.rate() ? Math.min(100 * 2 ** (attempts - 1), 2_000) : retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
+            if (!schedule?.rate()) queue?.join();
             // Once per request that waits long: which team, why, and for how long so far.
             if (!told && performance.now() - started + wait > TELL_AFTER_MS) {
               told = true;
               console.log(
-                `Waiting for the ${request.as.team ?? request.as.name} team's rate limit: ${request.method} ${request.path} got 429 ${attempts} time(s) ` +
+                `Waiting for the ${team} team's rate limit: ${request.method} ${request.path} got 429 ${attempts} time(s) ` +
                   `(${answer.headers['retry-after'] ? `Retry-After: ${answer.headers['retry-after']}` : 'no Retry-After'}); ${Math.round((performance.now() - started) / 1000)} s so far, at most ${Math.round(settings.backoffBudgetMs / 1000)} s (BACKOFF_BUDGET_MS).`,
               );
             }
@@ -343,7 +370,7 @@ export function createClient(options: ClientOptions) {
               await sleep(wait, undefined, { signal }).catch(cancelled('backing off after 429'));
               continue;
             }
-            if (hadTurn) queue?.exhaust();
+            if (hadTurn && !first) queue?.exhaust();
             if (on429 === 'retry') {
               await record(options, answer, request);
               throw new RunError(
@@ -359,11 +386,38 @@ export function createClient(options: ClientOptions) {
         queue?.leave();
       }
     },
+
   };
 }
 
+/**
+ * What a 429 was, as far as the run can tell (limits.ts): its words read, and whether the rate's
+ * window had room. A rate's refusal teaches the schedule; an interact that may open a session
+ * teaches it only where its words say rate, since its 429 may be a cap's.
+ */
+function judge(schedule: Schedule, at: number, answer: Answer, request: SendOptions): Answer['refusal'] {
+  const refusal = readRefusal(answer.text, answer.headers);
+  const room = schedule.hadRoom(at);
+  const rate = refusal.kind === 'rate' || (refusal.kind === undefined && !request.opens && request.on429 !== 'once');
+  if (rate) schedule.learn(at, refusal);
+  return { ...refusal, ...(room === undefined ? {} : { roomInWindow: room }) };
+}
+
+const TIMED_OUT = /no complete answer within \d+ ms/;
+
+/** A request the target never answered in full (or a target that refuses connections): the first sign of a hang, for the command to end the run on (cli.ts). */
+export const hangFile = (reportsDir: string) => path.join(reportsDir, '.hang');
+
+function markHang(reportsDir: string, message: string): void {
+  try {
+    writeFileSync(hangFile(reportsDir), message, { flag: 'wx' });
+  } catch {
+    // an earlier sign is already there
+  }
+}
+
 /** One attempt: the exchange, its failure as an error of the run, the answer redacted and parsed. */
-async function sendOnce({ target, settings }: ClientOptions, signal: AbortSignal, { method, path, as, data }: SendOptions, attempts: number, agent?: http.Agent): Promise<Answer> {
+async function sendOnce({ target, settings, endsRunOnHang }: ClientOptions, signal: AbortSignal, { method, path, as, data }: SendOptions, attempts: number, agent?: http.Agent): Promise<Answer> {
   const headers: Record<string, string> = as.authorization === undefined ? {} : { authorization: as.authorization };
   let raw: RawAnswer;
   const send = () => exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent });
@@ -373,7 +427,9 @@ async function sendOnce({ target, settings }: ClientOptions, signal: AbortSignal
     raw = await send().catch((error) => (resend(error) ? send() : Promise.reject(error)));
   } catch (error) {
     const reason = error instanceof RunError ? error.message : (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-    throw new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);
+    const failure = new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);
+    if (endsRunOnHang && settings.reportsDir && !signal.aborted && (TIMED_OUT.test(failure.message) || /ECONNREFUSED/.test(failure.message))) markHang(settings.reportsDir, failure.message);
+    throw failure;
   }
   const text = redact(raw.body.toString('utf8'));
   let body: JsonBody;
@@ -424,7 +480,7 @@ export const clientFixtures: Fixtures<{ api: Client }, { ledger: Ledger }, { tar
 
   // `identities` first: it registers the keys for redaction before any request.
   api: async ({ target, settings, ledger, identities: _ }, use, testInfo) => {
-    const api = createClient({ target, settings, ledger, attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }) });
+    const api = createClient({ target, settings, ledger, endsRunOnHang: true, attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }) });
     await use(api);
     api.cancel();
     // After the sessions' teardown, which used this test's client too: the tally includes its stops.

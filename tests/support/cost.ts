@@ -121,14 +121,15 @@ export interface Cost {
   /** Provisioning interacts sent again after a 404 right after their scrape. */
   provisioningRetries?: number;
   wallMs: number;
-  /** Against a target whose limiter refused for at least a minute: the busiest team's floor (its requests that got through, at the median rate a minute its limiter let through while refusing). */
+  /** The busiest team's floor: its requests that got through, at its rate where the run knows it, else at the median rate a minute its limiter let through while refusing (for at least a minute). */
   floor?: { team: string; requests: number; perMinute: number; floorMs: number; ratio: number };
 }
 
 /** Refusals spread over less than this say nothing of the rate a limiter allows. */
 const SPAN_FOR_A_RATE_MS = 60_000;
 
-export function costOf(spend: Spend, wallMs: number): Cost {
+/** `rates`: each team's rate on stop and interact, where the run learnt or was told it; the floor is then taken at that rate. */
+export function costOf(spend: Spend, wallMs: number, rates: { team: string; limit: number; windowMs: number }[] = []): Cost {
   const teams = Object.entries(spend.teams);
   const cost: Cost = {
     sessions: spend.sessions,
@@ -140,6 +141,13 @@ export function costOf(spend: Spend, wallMs: number): Cost {
     wallMs,
   };
   const [busiest, team] = teams.sort(([, a], [, b]) => b.through.length - a.through.length)[0] ?? [];
+  const known = rates.find((rate) => rate.team === busiest);
+  if (team && known) {
+    const perMinute = (known.limit * 60_000) / known.windowMs;
+    const floorMs = (team.through.length / perMinute) * 60_000;
+    cost.floor = { team: busiest, requests: team.through.length, perMinute: +perMinute.toFixed(2), floorMs: Math.round(floorMs), ratio: +(wallMs / floorMs).toFixed(2) };
+    return cost;
+  }
   if (team?.firstThrottled !== undefined && team.lastThrottled! - team.firstThrottled >= SPAN_FOR_A_RATE_MS) {
     // The rate the limiter allowed: the median of the requests that got through in each whole minute between the first and last 429.
     const minutes = Math.floor((team.lastThrottled! - team.firstThrottled) / 60_000);
@@ -172,7 +180,7 @@ export function describeCost(cost: Cost): string[] {
   if (cost.floor) {
     lines.push(
       `  floor: the ${cost.floor.team} team's ${cost.floor.requests} requests that got through, at the ${cost.floor.perMinute} a minute its limiter allowed, ` +
-        `take ${(cost.floor.floorMs / 1000).toFixed(0)} s; the run took ${cost.floor.ratio}x that`,
+        `take ${(cost.floor.floorMs / 1000).toFixed(0)} s; the run took ${cost.floor.ratio}x that (${cost.limitedRequests ? Math.round((100 * cost.throttled) / cost.limitedRequests) : 0}% of its requests to stop and interact refused)`,
     );
   }
   return lines;

@@ -66,7 +66,7 @@ function takeReportsFolder(reportsDir: string, exit: (message: string) => never)
   const lock = path.join(reportsDir, LOCK);
   writeFileSync(lock, String(process.pid));
   // What the workers of an earlier, killed run told each other: its process ids may be in use again.
-  for (const shared of ['.backoff', '.quiet', '.sessions', '.cost', '.account']) rmSync(path.join(reportsDir, shared), { recursive: true, force: true });
+  for (const shared of ['.backoff', '.quiet', '.sessions', '.limits', '.cost', '.account']) rmSync(path.join(reportsDir, shared), { recursive: true, force: true });
   return () => rmSync(lock, { force: true });
 }
 

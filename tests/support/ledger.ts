@@ -16,7 +16,8 @@ export type LedgerEntry =
   | { event: 'live' | 'opening' | 'not-opened' | 'maybe-open'; at: string; target: string; jobId: string; identity: string; status?: number }
   | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number }
   | ({ event: 'settled'; at: string; target: string; jobId: string; identity: string } & Settled)
-  | { event: 'scraped'; at: string; target: string; jobId?: string; identity: string; credits?: number };
+  | { event: 'scraped'; at: string; target: string; jobId?: string; identity: string; credits?: number; scrape?: string }
+  | { event: 'scraping' | 'scrape-done'; at: string; target: string; identity: string; scrape: string };
 
 /** What the run was charged on one team's account, as the target's answers said (account.ts). */
 export interface Spending {
@@ -58,8 +59,13 @@ export class Ledger {
   }
 
   /** A scrape answered 200, with its price when the answer gave one. */
-  scraped(entry: { target: string; jobId?: string; identity: string; credits?: number }): void {
+  scraped(entry: { target: string; jobId?: string; identity: string; credits?: number; scrape?: string }): void {
     this.write({ event: 'scraped', at: new Date().toISOString(), ...entry });
+  }
+
+  /** A scrape sent (`scraping`), or one that ended without a 200 (`scrape-done`): a scrape in progress holds one of the team's job slots where the target caps jobs. */
+  scrape(event: 'scraping' | 'scrape-done', entry: { target: string; identity: string; scrape: string }): void {
+    this.write({ event, at: new Date().toISOString(), ...entry });
   }
 
   /** What the run was charged on the account of the team `identity` stands for: the settlements of the jobs it created, and its scrapes. */
@@ -92,7 +98,7 @@ export class Ledger {
   refusedOpenings(target: string, identity: string): { jobId: string; status?: number; settled: Settled[] }[] {
     const jobs = new Map<string, { last?: { status?: number }; settled: Settled[] }>();
     for (const entry of this.entries()) {
-      if (entry.target !== target || entry.event === 'scraped') continue;
+      if (entry.target !== target || !('jobId' in entry) || entry.event === 'scraped') continue;
       if (entry.event === 'created') {
         if (entry.identity === identity) jobs.set(entry.jobId, { settled: jobs.get(entry.jobId)?.settled ?? [] });
         continue;
@@ -127,14 +133,19 @@ export class Ledger {
    * `sentAt` and `receivedAt` (epoch ms), `except` one job: an interact that would open one was sent
    * before `receivedAt`, did not fail to open it, and no owner's stop had ended it before `sentAt`.
    * An upper bound on what the target held then, as far as the run knows; `pending` of them are
-   * interacts not answered yet (counted: they may have opened a session).
+   * interacts not answered yet (counted: they may have opened a session). Scrapes in progress at
+   * some moment between are counted too: a cap on a team's jobs counts them.
    */
   possiblyLive(target: string, identity: string, except: string, sentAt: number, receivedAt: number): { count: number; pending: number } {
     // Ledger times are whole milliseconds, cut down: compare whole milliseconds, and keep every doubt on the side of "live".
     const [sent, received] = [Math.floor(sentAt), Math.ceil(receivedAt)];
     const episodes = new Map<string, { openedAt: number; outcome?: 'live' | 'not-opened' | 'maybe-open'; endedAt?: number }[]>();
+    const scrapes = new Map<string, { sentAt: number; doneAt?: number }>();
     for (const entry of this.entries()) {
-      if (entry.target !== target || entry.jobId === undefined || entry.jobId === except || entry.identity !== identity || entry.event === 'scraped') continue;
+      if (entry.target !== target || entry.identity !== identity) continue;
+      if (entry.event === 'scraping') scrapes.set(entry.scrape, { sentAt: Date.parse(entry.at) });
+      else if ((entry.event === 'scraped' || entry.event === 'scrape-done') && entry.scrape && scrapes.has(entry.scrape)) scrapes.get(entry.scrape)!.doneAt = Date.parse(entry.at);
+      if (!('jobId' in entry) || entry.jobId === undefined || entry.jobId === except || entry.event === 'scraped') continue;
       const at = Date.parse(entry.at);
       const list = episodes.get(entry.jobId) ?? [];
       episodes.set(entry.jobId, list);
@@ -153,6 +164,7 @@ export class Ledger {
       count++;
       if (live.every((e) => e.outcome === undefined)) pending++;
     }
+    for (const { sentAt: began, doneAt } of scrapes.values()) if (began <= received && !(doneAt !== undefined && doneAt < sent)) count++;
     return { count, pending };
   }
 
@@ -171,6 +183,7 @@ export class Ledger {
     const open = new Map<string, Extract<LedgerEntry, { event: 'created' }>>();
     const live = new Set<string>();
     for (const entry of this.entries()) {
+      if (!('jobId' in entry)) continue;
       const key = `${entry.target} ${entry.jobId}`;
       if (entry.event === 'created') (open.set(key, entry), live.delete(key));
       else if (entry.event === 'live' || entry.event === 'opening' || entry.event === 'maybe-open') live.add(key);

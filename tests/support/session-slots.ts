@@ -10,10 +10,11 @@
  * that ended are ignored.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { alive } from './backoff-queue';
+import { locked } from './file-lock';
 import { writeMaking } from './quiet-spell';
 import { RunError } from './errors';
 
@@ -72,7 +73,7 @@ export class SessionSlots {
               return true;
             });
       if (took) return wanted;
-      if (performance.now() > deadline) throw new RunError(`no room for ${wanted} live session(s) under the target's cap of ${cap} per team: the run's other tests held them past the back-off budget`);
+      if (performance.now() > deadline) throw new RunError(`no room for ${wanted} live session(s) under the target's cap of ${cap} per team: the run's other tests held them longer than a test lasts (TEST_TIMEOUT_MS)`);
       await sleep(POLL_MS, undefined, { signal });
     }
   }
@@ -109,41 +110,7 @@ export class SessionSlots {
     return readdirSync(this.dir).filter((name) => name.startsWith('slot-') && alive(Number(name.split('-')[1]))).length;
   }
 
-  /** A critical section across the run's processes: a lock folder, taken over from a process that ended. */
   private locked<T>(body: () => T): T {
-    mkdirSync(this.dir, { recursive: true });
-    const lock = path.join(this.dir, 'lock');
-    for (;;) {
-      try {
-        mkdirSync(lock);
-        writeFileSync(path.join(lock, 'pid'), String(process.pid));
-        break;
-      } catch {
-        let holder = 0;
-        try {
-          holder = Number(readFileSync(path.join(lock, 'pid'), 'utf8'));
-        } catch {
-          // being written: try again
-        }
-        // A holder that ended, or one that ended before it could say who it was.
-        if ((holder && !alive(holder)) || (!holder && lockAgeMs(lock) > 5_000)) rmSync(lock, { recursive: true, force: true });
-        // A busy wait of a few microseconds: the section is a directory listing and a few writes.
-        const until = performance.now() + 1;
-        while (performance.now() < until);
-      }
-    }
-    try {
-      return body();
-    } finally {
-      rmSync(lock, { recursive: true, force: true });
-    }
-  }
-}
-
-function lockAgeMs(lock: string): number {
-  try {
-    return Date.now() - statSync(lock).mtimeMs;
-  } catch {
-    return 0;
+    return locked(this.dir, body);
   }
 }

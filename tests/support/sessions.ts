@@ -59,7 +59,7 @@ export class CapReached extends Error {
 export interface SessionsOptions {
   api: Client;
   identities: Identities;
-  settings: Pick<Settings, 'scrapeUrl' | 'reportsDir' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs' | 'accountCheck' | 'accountSettleMs'>;
+  settings: Pick<Settings, 'scrapeUrl' | 'reportsDir' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs' | 'testTimeoutMs' | 'accountCheck' | 'accountSettleMs'>;
   ledger: Ledger;
   testId?: string;
   signal?: AbortSignal;
@@ -104,7 +104,8 @@ export class Sessions {
     const room = this.roomOf(owner);
     room.slots.release();
     room.taken = 0;
-    room.taken = await room.slots.take(count, performance.now() + this.options.settings.backoffBudgetMs, this.options.api.signal);
+    // Waiting for room under a cap is the plan: the other tests hold their sessions for no longer than a test lasts.
+    room.taken = await room.slots.take(count, performance.now() + Math.max(this.options.settings.backoffBudgetMs, this.options.settings.testTimeoutMs), this.options.api.signal);
     return room.taken;
   }
 
@@ -184,9 +185,11 @@ export class Sessions {
     }
   }
 
-  /** A scrape job that never gets a session. */
-  jobWithoutSession(): Promise<{ jobId: string; scrape: Answer }> {
-    return this.scrape(false, false, this.owner);
+  /** A scrape job that never gets a session. While it is scraped it holds a job slot, where the target caps jobs: room is taken for it as for a session. */
+  async jobWithoutSession(): Promise<{ jobId: string; scrape: Answer }> {
+    const owner = this.owner;
+    if (this.cap(owner) !== undefined && this.roomOf(owner).taken <= this.liveOf(owner)) await this.reserve(this.liveOf(owner) + 1, owner);
+    return this.scrape(false, false, owner);
   }
 
   /**
@@ -199,7 +202,7 @@ export class Sessions {
     // long as other tests hold theirs, and the refusal is the answer, not a wait.
     const reopens = ledger.endedHere(api.target.baseURL, jobId, owner.name);
     const opening = this.opening(owner, jobId, reopens);
-    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, ...(reopens ? { giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt } : {}) }).catch((error) => {
+    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, ...(reopens ? { giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true } : {}) }).catch((error) => {
       opening.ended();
       throw error;
     });
@@ -218,12 +221,10 @@ export class Sessions {
    */
   async cleanup(cleaner: Client): Promise<string[]> {
     await Promise.allSettled(this.inFlight);
-    const problems: string[] = [];
-    for (const { jobId, owner } of this.created) {
-      if (this.options.ledger.endedHere(this.options.api.target.baseURL, jobId, owner.name)) continue;
-      const problem = await stopAsOwner(cleaner, owner, jobId);
-      if (problem) problems.push(`${jobId} (${problem})`);
-    }
+    // All at once: a target that is slow to answer a stop holds up the end of the run once, not once per session.
+    const open = this.created.filter(({ jobId, owner }) => !this.options.ledger.endedHere(this.options.api.target.baseURL, jobId, owner.name));
+    const outcomes = await Promise.all(open.map(async ({ jobId, owner }) => ({ jobId, problem: await stopAsOwner(cleaner, owner, jobId) })));
+    const problems = outcomes.filter(({ problem }) => problem).map(({ jobId, problem }) => `${jobId} (${problem})`);
     // Room stays taken for a session that could not be stopped: it may still count against the cap.
     if (!problems.length) for (const room of this.room.values()) (room.slots.release(), (room.taken = 0));
     return problems;
@@ -232,10 +233,11 @@ export class Sessions {
   /**
    * One interact that may open a session on `jobId`, as the ledger and the cap see it. With `marks`,
    * each attempt is 'opening' while in flight, a 4xx opened nothing ('not-opened': a test waiting
-   * out a 429 holds nothing), and a 5xx or no answer may have opened one ('maybe-open'). Two 429s in
-   * a row, each with the team's rate limit shown to have room, show the cap (a window that just
-   * turned lets the second through): at most the sessions the run may have held live while the
-   * second was refused (`cap`).
+   * out a 429 holds nothing), and a 5xx or no answer may have opened one ('maybe-open'). A 429 whose
+   * words name a cap, or sent while the rate's known window had room, shows the cap at once; without
+   * either, two 429s in a row, each with the team's rate limit shown to have room by a probe (a
+   * window that just turned lets the second through). The cap is at most the sessions and scrapes the
+   * run may have held live while it was refused (`cap`).
    */
   private opening(owner: Identity, jobId: string, marks: boolean) {
     const { api, ledger } = this.options;
@@ -248,12 +250,17 @@ export class Sessions {
         if (marks) ledger.session('opening', entry);
         sentAt = Date.now();
       },
-      giveUpOn429: async (attempt: number) => {
+      giveUpOn429: async (attempt: number, answer: Answer) => {
         const receivedAt = Date.now();
         if (marks) ledger.session('not-opened', entry);
+        // A rate's refusal, by its words or by the window's count: wait for the window.
+        const { kind, roomInWindow } = answer.refusal ?? {};
+        if (kind === 'rate' || (kind === undefined && roomInWindow === false)) return false;
         const others = ledger.liveSessions(api.target.baseURL, owner.name, jobId) > 0;
-        const room = others && (roomBefore || (attempt & (attempt - 1)) === 0) && (await this.limitHasRoom(owner));
-        const shown = room && roomBefore;
+        // A cap's, by its words or because the window had room; otherwise two in a row with room shown by a probe.
+        const told = kind === 'cap' || roomInWindow === true;
+        const room = !told && others && (roomBefore || (attempt & (attempt - 1)) === 0) && (await this.limitHasRoom(owner));
+        const shown = told || (room && roomBefore);
         roomBefore = room;
         if (!shown) return false;
         opening.cap = await this.capAt(owner, jobId, sentAt, receivedAt);
@@ -297,12 +304,18 @@ export class Sessions {
     const { api, ledger, settings, testId } = this.options;
     // The owner's account is read before the run's first charge: the account check holds it to what the run saw.
     if (owner === this.owner) await openAccount(api, owner, settings);
-    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl }, attach: !quiet });
+    const token = randomUUID();
+    const scraping = { target: api.target.baseURL, identity: owner.name, scrape: token };
+    ledger.scrape('scraping', scraping);
+    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl }, attach: !quiet }).catch((error) => {
+      ledger.scrape('scrape-done', scraping);
+      throw error;
+    });
     const jobId: unknown = answer.body?.data?.metadata?.scrapeId;
     if (answer.status === 200) {
       const price = answer.body?.data?.metadata?.creditsUsed;
-      ledger.scraped({ target: api.target.baseURL, jobId: typeof jobId === 'string' && PLAIN_ID.test(jobId) ? jobId : undefined, identity: owner.name, credits: typeof price === 'number' && Number.isFinite(price) ? price : undefined });
-    }
+      ledger.scraped({ target: api.target.baseURL, jobId: typeof jobId === 'string' && PLAIN_ID.test(jobId) ? jobId : undefined, identity: owner.name, credits: typeof price === 'number' && Number.isFinite(price) ? price : undefined, scrape: token });
+    } else ledger.scrape('scrape-done', scraping);
     if (forSession && typeof jobId === 'string' && PLAIN_ID.test(jobId)) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
       this.created.push({ jobId, owner });
@@ -321,7 +334,7 @@ export class Sessions {
     // A job the target writes after answering its scrape (the hosted service does) may not be found at once: 404 is tried again, PROVISIONING_RACE_MS at most.
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
       opening = this.opening(owner, jobId, true);
-      interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt }).catch((error) => {
+      interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true }).catch((error) => {
         opening.ended();
         throw error;
       });
@@ -367,24 +380,27 @@ export const sessionFixtures: Fixtures<
 export async function stopOpenSessions(ledger: Ledger, settings: Settings, include: (entry: ReturnType<Ledger['open']>[number]) => boolean = () => true) {
   const stopped: string[] = [];
   const failed: string[] = [];
-  for (const entry of ledger.open().filter(include)) {
-    const label = `${entry.jobId} at ${entry.target}${entry.test ? ` (test ${entry.test})` : ''}`;
-    if (!entry.embedded && entry.target !== settings.baseURL) {
-      failed.push(`${label}: another target; run the cleanup with BASE_URL=${entry.target} and its owner's API_KEY`);
-      continue;
-    }
-    const target = { baseURL: entry.target, embedded: entry.embedded };
-    const identities = identitiesFor(target, settings);
-    const owner = [identities.owner, identities.burst].find((identity) => identity?.name === entry.identity);
-    if (!owner) {
-      failed.push(`${label}: created by the ${entry.identity}, whose key was not given${entry.identity === 'burst team' ? '; run the cleanup with BURST_API_KEY too' : ''}`);
-      continue;
-    }
-    const problem = await stopAsOwner(createClient({ target, settings, ledger }), owner, entry.jobId);
-    if (problem) failed.push(`${label}: ${problem}`);
-    else stopped.push(label);
-  }
-  return { stopped, failed };
+  // All at once, as a test's teardown does.
+  await Promise.all(
+    ledger.open().filter(include).map(async (entry) => {
+      const label = `${entry.jobId} at ${entry.target}${entry.test ? ` (test ${entry.test})` : ''}`;
+      if (!entry.embedded && entry.target !== settings.baseURL) {
+        failed.push(`${label}: another target; run the cleanup with BASE_URL=${entry.target} and its owner's API_KEY`);
+        return;
+      }
+      const target = { baseURL: entry.target, embedded: entry.embedded };
+      const identities = identitiesFor(target, settings);
+      const owner = [identities.owner, identities.burst].find((identity) => identity?.name === entry.identity);
+      if (!owner) {
+        failed.push(`${label}: created by the ${entry.identity}, whose key was not given${entry.identity === 'burst team' ? '; run the cleanup with BURST_API_KEY too' : ''}`);
+        return;
+      }
+      const problem = await stopAsOwner(createClient({ target, settings, ledger }), owner, entry.jobId);
+      if (problem) failed.push(`${label}: running since ${entry.at}; ${problem}`);
+      else stopped.push(label);
+    }),
+  );
+  return { stopped: stopped.sort(), failed: failed.sort() };
 }
 
 /** How often a stop that answers 5xx is tried during cleanup, and the pause before the next try: a faulty target must not hold up the end of the run. */

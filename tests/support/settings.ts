@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import dotenv from 'dotenv';
+import { parseRate, type Rate } from './schedule';
 import { readKnownDeviations, type DeclaredBilling, type DeclaredClock, type DeclaredSchemeWord, type KnownDeviation, type KnownDeviations } from './deviations';
 
 export interface Settings {
@@ -55,6 +56,8 @@ export interface Settings {
   sequenceSeconds: number;
   /** The target's cap on each team's live sessions, when stated up front; otherwise the run learns it. */
   sessionCap?: number;
+  /** Each team's rate limit on stop and interact, when stated up front; otherwise the run learns it. */
+  rateLimit?: Rate;
   /** Hold the owner team's credit counter to the settlements the run saw (where the target has one). */
   accountCheck: boolean;
   /** How long the account check waits for charges the target queues to land. */
@@ -99,6 +102,7 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'SEQUENCE_RUNS', default: '50 embedded; no cap otherwise', meaning: 'Most random histories the sequences rule runs per seed.' },
   { env: 'SEQUENCE_BUDGET', default: '300 embedded; no cap otherwise', meaning: 'Most requests to stop and interact the sequences rule sends in all, shrinking included.' },
   { env: 'SESSION_CAP', default: 'learnt', meaning: "The target's cap on each team's live browser sessions, when known. Unset: the run learns it when an interact that would open a session is refused with 429 twice in a row while the team's rate limit has room." },
+  { env: 'RATE_LIMIT', default: 'learnt', meaning: "Each team's rate limit on stop and interact, when known (`10/min` on the hosted service's free plan, `100/min`, `5/s`). Unset: the run learns it from the first 429 that is not a cap's, and from then on its workers share a schedule under it." },
   { env: 'ACCOUNT_CHECK', default: '1', meaning: "With 0, the owner team's credit counter (GET /v2/team/credit-usage) is not read. With 1, where the target answers it, the run reads it before its first scrape and after its last settlement and checks that the account was charged exactly the settlements and scrapes the run saw. Turn it off when someone else uses that team during the run." },
   { env: 'ACCOUNT_SETTLE_MS', default: '5000 embedded; 60000 otherwise', meaning: 'How long the account check waits for charges the target queues to land on the account.' },
   { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
@@ -191,6 +195,7 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     sequenceBudget: integer('SEQUENCE_BUDGET', external ? Infinity : 300, 10),
     sequenceSeconds: integer('SEQUENCE_SECONDS', external ? 60 : 10),
     sessionCap: env.SESSION_CAP ? integer('SESSION_CAP', 0, 1) : undefined,
+    rateLimit: readRateLimit(env.RATE_LIMIT, problems),
     accountCheck: env.ACCOUNT_CHECK === undefined || env.ACCOUNT_CHECK === '' ? true : flag('ACCOUNT_CHECK'),
     accountSettleMs: integer('ACCOUNT_SETTLE_MS', external ? 60_000 : 5_000, 0),
     selectedRules: env[SELECTED_RULES_VARIABLE] ? env[SELECTED_RULES_VARIABLE].split(',') : undefined,
@@ -275,4 +280,11 @@ function normaliseBaseURL(raw: string, allowInsecureHttp: boolean, problems: str
   const base = url.origin + url.pathname.replace(/\/+$/, '');
   if (/\/v2$/.test(base)) problems.push('BASE_URL must not end with /v2: the suite adds the version segment itself.');
   return base;
+}
+
+function readRateLimit(value: string | undefined, problems: string[]): Rate | undefined {
+  if (!value) return undefined;
+  const rate = parseRate(value);
+  if (!rate) problems.push(`RATE_LIMIT must be requests over a window, such as 10/min, 100/min, 5/s or 20/10s (got "${value}").`);
+  return rate && { ...rate, from: 'stated: RATE_LIMIT' };
 }

@@ -9,6 +9,7 @@ import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestError, Test
 import { redact } from './redact';
 import { costOf, readSpend } from './cost';
 import { learntCaps } from './session-slots';
+import { describeRate, learntRates, type Limiter, type Rate } from './schedule';
 import { ruleOf, testIdOf, type TestId } from './rules';
 import { firstLine } from './errors';
 import { emptyRecords, outcomeOf, renderSummary, summarise, type Summary, type TestRecord } from './verdict';
@@ -19,7 +20,12 @@ export interface SummaryOptions {
   embedded: boolean;
   strict: boolean;
   sessionCap?: number;
+  rateLimit?: Rate;
 }
+
+/** How often, at most, the console says how the run stands against a limit it learnt. */
+const PROGRESS_EVERY_MS = 60_000;
+const LIMITERS: Record<Limiter, string> = { interact: 'stop and interact', scrape: 'scrapes', account: 'account reads' };
 
 export default class SummaryReporter implements Reporter {
   private records = emptyRecords();
@@ -28,6 +34,9 @@ export default class SummaryReporter implements Reporter {
   private shard?: string;
   private filtered = false;
   private started = Date.now();
+  private total = 0;
+  private done = 0;
+  private told = 0;
 
   constructor(private readonly options: SummaryOptions) {}
 
@@ -40,6 +49,8 @@ export default class SummaryReporter implements Reporter {
     this.shard = config.shard ? `${config.shard.current}/${config.shard.total}` : undefined;
     const grep = ([] as RegExp[]).concat(config.grep);
     this.filtered = !!config.grepInvert || grep.some((pattern) => pattern.source !== '.*');
+    this.total = suite.allTests().length;
+    this.told = this.started;
     for (const test of suite.allTests()) {
       const id = testIdOf(test.annotations);
       if (id) this.records.get(id)!.title = test.title;
@@ -57,6 +68,30 @@ export default class SummaryReporter implements Reporter {
     });
     this.records.set(id, { ...this.records.get(id)!, outcome, note: note && redact(note) });
     this.durations.set(id, result.duration);
+    this.done += 1;
+    this.progress();
+  }
+
+  /** Once a limit is known, about once a minute: what remains, at the rate of the busiest team's stops and interacts. */
+  private progress(): void {
+    if (Date.now() - this.told < PROGRESS_EVERY_MS || this.done >= this.total) return;
+    const rate = this.rates().find((known) => known.limiter === 'interact');
+    const spent = readSpend(this.options.reportsDir).teams[rate?.team ?? '']?.through.length;
+    if (!rate || !spent) return;
+    this.told = Date.now();
+    const minutesLeft = (((spent / this.done) * (this.total - this.done)) / rate.limit) * (rate.windowMs / 60_000);
+    console.log(
+      `Progress: ${this.done} of ${this.total} tests in ${Math.round((Date.now() - this.started) / 60_000)} min; about ${Math.max(1, Math.round(minutesLeft))} min left at ${describeRate(rate)} ` +
+        `(the ${rate.team} team's ${LIMITERS[rate.limiter]}, ${rate.from}).`,
+    );
+  }
+
+  /** The rates the run learnt or was told, the stated one first. */
+  private rates(): { team: string; limiter: Limiter; limit: number; windowMs: number; from: string }[] {
+    const learnt = learntRates(this.options.reportsDir).map(({ team, limiter, rate }) => ({ team, limiter, ...rate }));
+    const teams = Object.entries(readSpend(this.options.reportsDir).teams).filter(([, spend]) => spend.limited > 0).map(([team]) => team);
+    const stated = this.options.rateLimit ? teams.map((team) => ({ team, limiter: 'interact' as const, ...this.options.rateLimit! })) : [];
+    return [...stated, ...learnt.filter((known) => !(this.options.rateLimit && known.limiter === 'interact'))];
   }
 
   onError(error: TestError) {
@@ -84,7 +119,9 @@ export default class SummaryReporter implements Reporter {
       errors: this.errors,
       sessionCap: this.sessionCap(),
     });
-    summary.cost = costOf(readSpend(this.options.reportsDir), summary.durationMs);
+    const rates = this.rates();
+    if (rates.length) summary.rateLimits = rates.map(({ team, limiter, limit, windowMs, from }) => ({ team, limiter, limit, windowMs, from }));
+    summary.cost = costOf(readSpend(this.options.reportsDir), summary.durationMs, rates.filter((rate) => rate.limiter === 'interact'));
     mkdirSync(this.options.reportsDir, { recursive: true });
     writeFileSync(path.join(this.options.reportsDir, 'conformance-summary.json'), JSON.stringify(summary, null, 2));
     writeFileSync(path.join(this.options.reportsDir, 'junit.xml'), junitXml(summary, this.durations));

@@ -48,6 +48,8 @@ export interface Summary {
   errors: string[];
   /** The target's cap on each team's live sessions, as the run met it or was told (SESSION_CAP). */
   sessionCap?: { cap: number; how: string };
+  /** The rates the run learnt or was told, per team and limiter. */
+  rateLimits?: { team: string; limiter: string; limit: number; windowMs: number; from: string }[];
   /** What the run spent on the target (tests/support/cost.ts). */
   cost?: Cost;
   notRun: TestId[];
@@ -167,6 +169,7 @@ export function renderSummary(summary: Summary): string {
   // Whether the account was used, and what it said (or why not).
   const account = summary.rules['stop-is-final']?.tests.find((test) => test.id === 'stop-is-final/account');
   if (account && account.outcome !== 'not run') lines.push(`  ACCOUNT (${account.outcome}): ${account.note ?? ''}`);
+  for (const rate of summary.rateLimits ?? []) lines.push(`  RATE LIMIT: the ${rate.team} team's ${rate.limiter === 'interact' ? 'stops and interacts' : rate.limiter === 'scrape' ? 'scrapes' : 'account reads'}, ${rate.limit} per ${rate.windowMs / 1000} s (${rate.from}); the run kept to it`);
   if (summary.sessionCap) lines.push(`  SESSION CAP: ${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how}); tests took turns under it`);
   if (summary.cost) lines.push(...describeCost(summary.cost).map((line) => `  ${line}`));
   const tally = SEVERITY.map((outcome) => [outcome, count(outcome)] as const).filter(([, n]) => n).map(([outcome, n]) => `${n} ${outcome}`);

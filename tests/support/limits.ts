@@ -1,0 +1,50 @@
+/**
+ * The two kinds of 429, told apart. A rate's refusal (wait for the window) and a cap's (free a
+ * slot: the team's concurrent jobs or live sessions) need different answers. The answer's words are
+ * a hint where it has them (the hosted service says "Rate limit exceeded. Consumed (req/min): …" or
+ * "maximum number of concurrent jobs"); otherwise the run judges from what it holds and has seen
+ * (schedule.ts, sessions.ts): an interact that would open a session, refused while the rate's window
+ * had room and the team had sessions live, met a cap.
+ */
+export interface Refusal {
+  /** What the words say it is, if they say. */
+  kind?: 'rate' | 'cap';
+  /** The window the words name (`req/min`, `per second`). */
+  windowMs?: number;
+  /** How long until the window lets requests through again: Retry-After, or "retry after N s" in the words. */
+  resetMs?: number;
+  /** "Consumed: N, Remaining: M": the limiter's count, this request included. */
+  consumed?: number;
+  remaining?: number;
+}
+
+const CAP_WORDS = /concurren|maximum number of (\w+ )?(jobs|sessions)|sessions? (limit|cap)|sessions at once|too many (active|live|open|running) /i;
+const RATE_WORDS = /rate.?limit|\breq(uests)?\s*\/\s*\d*\s*(ms|s|sec|second|min|minute|h|hour)\b|requests? per (second|minute|hour)/i;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, sec: 1000, second: 1000, min: 60_000, minute: 60_000, h: 3_600_000, hour: 3_600_000 };
+
+export function readRefusal(text: string, headers: Record<string, string>): Refusal {
+  const refusal: Refusal = {};
+  if (CAP_WORDS.test(text)) refusal.kind = 'cap';
+  else if (RATE_WORDS.test(text)) refusal.kind = 'rate';
+  const window = /\breq(?:uests)?\s*\/\s*(\d*)\s*(ms|s|sec|second|min|minute|h|hour)\b/i.exec(text) ?? /requests? per (\d*)\s*(second|minute|hour)/i.exec(text);
+  if (window) refusal.windowMs = Number(window[1] || 1) * UNIT_MS[window[2].toLowerCase()];
+  const reset = retryAfterMs(headers['retry-after']) ?? secondsIn(/retry (?:after|in) (\d+(?:\.\d+)?)\s*s/i.exec(text));
+  if (reset !== undefined) refusal.resetMs = reset;
+  const consumed = /\bconsumed\b[^:]{0,20}:\s*(\d+)/i.exec(text);
+  const remaining = /\bremaining\b[^:]{0,20}:\s*(\d+)/i.exec(text);
+  if (consumed) refusal.consumed = Number(consumed[1]);
+  if (remaining) refusal.remaining = Number(remaining[1]);
+  return refusal;
+}
+
+function secondsIn(match: RegExpExecArray | null): number | undefined {
+  return match ? Number(match[1]) * 1000 : undefined;
+}
+
+/** Retry-After in seconds or as a date, in ms from now; undefined when absent or meaningless. */
+export function retryAfterMs(value: string | undefined): number | undefined {
+  if (!value || !value.trim()) return undefined;
+  if (/^\s*-?\d+(\.\d+)?\s*$/.test(value)) return Math.min(Number(value) * 1000, 3_600_000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.min(date - Date.now(), 3_600_000);
+}

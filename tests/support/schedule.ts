@@ -1,0 +1,226 @@
+/**
+ * A team's rate limits as the run learns them, and the schedule its workers share under each. A
+ * target may limit a team's scrapes, its stops and interacts, and its account reads apart (the
+ * hosted service does): one limiter each. Every request to a limiter is logged in
+ * `<reports>/.limits/<target, team, limiter>/log` (its send time; then whether it got through).
+ *
+ * The first 429 that is a rate's refusal (not a cap's: limits.ts) teaches the rate: the window
+ * from the answer's words where they name one (`req/min`), else the shortest usual window (a second,
+ * a minute, an hour) its wait fits in, a minute without one; where the window stands from
+ * its "retry after" or Retry-After; the limit from the answer's "Consumed" count where it gives one
+ * (the lowest seen is the limit), else from the requests sent in that window and not refused. A
+ * later refusal can only lower it. A
+ * rate can also be stated (RATE_LIMIT). Once known, each request waits for a place in the window
+ * (a sliding window, a margin wider than the limiter's), stops of the run's sessions first, then
+ * first come first served: the run plans to the limit instead of probing it.
+ */
+import { createHash } from 'node:crypto';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { alive } from './backoff-queue';
+import { locked } from './file-lock';
+import type { Refusal } from './limits';
+
+export type Limiter = 'scrape' | 'interact' | 'account';
+
+export interface Rate {
+  limit: number;
+  windowMs: number;
+  /** How the run knows it: stated, or what taught it. */
+  from: string;
+}
+
+/** Windows limiters count in: a window the target does not name is taken as the shortest of them that its wait fits in. */
+const USUAL_WINDOWS_MS = [1000, 60_000, 3_600_000];
+const windowOf = (resetMs: number | undefined) => USUAL_WINDOWS_MS.find((windowMs) => (resetMs ?? 60_000) <= windowMs) ?? 3_600_000;
+const RATE_FILE = 'rate.json';
+const POLL_MS = 100;
+
+/** The limiter a request counts against, as the hosted service groups them. */
+export function limiterOf(method: string, requestPath: string): Limiter | undefined {
+  if (/\/interact$/.test(requestPath)) return 'interact';
+  if (method === 'POST' && requestPath === '/v2/scrape') return 'scrape';
+  if (requestPath.startsWith('/v2/team/')) return 'account';
+  return undefined;
+}
+
+/** Places are kept this far apart beyond the window: the time a request takes to reach the target varies. */
+export const marginMs = (windowMs: number) => Math.max(25, windowMs * 0.02);
+
+/** `10/min`, `100/min`, `5/s`, `10/5s`, `600/h`: a limit and its window. */
+export function parseRate(text: string): Omit<Rate, 'from'> | undefined {
+  const match = /^\s*(\d+)\s*\/\s*(\d*)\s*(ms|s|min|h)\s*$/.exec(text);
+  if (!match || Number(match[1]) < 1) return undefined;
+  const unit = { ms: 1, s: 1000, min: 60_000, h: 3_600_000 }[match[3] as 'ms' | 's' | 'min' | 'h'];
+  const windowMs = Number(match[2] || 1) * unit;
+  return windowMs >= 1 ? { limit: Number(match[1]), windowMs } : undefined;
+}
+
+export function describeRate({ limit, windowMs }: Omit<Rate, 'from'>): string {
+  const per = windowMs === 60_000 ? 'a minute' : windowMs === 1000 ? 'a second' : windowMs === 3_600_000 ? 'an hour' : `per ${windowMs / 1000} s`;
+  return `${limit} request(s) ${per}`;
+}
+
+const schedules = new Map<string, Schedule>();
+
+/** The one schedule of this team's limiter at this target, in this process. */
+export function scheduleFor(reportsDir: string, baseURL: string, team: string, limiter: Limiter, stated?: Rate): Schedule {
+  const key = `${reportsDir}\n${baseURL}\n${team}\n${limiter}`;
+  let schedule = schedules.get(key);
+  if (!schedule) schedules.set(key, (schedule = new Schedule(path.join(limitsDir(reportsDir), createHash('sha1').update(key).digest('hex').slice(0, 12)), team, limiter, stated)));
+  return schedule;
+}
+
+export const limitsDir = (reportsDir: string) => path.join(reportsDir, '.limits');
+
+/** The rates the run learnt or was told, per team and limiter: for the summary and the progress line. */
+export function learntRates(reportsDir: string): { team: string; limiter: Limiter; rate: Rate }[] {
+  let folders: string[];
+  try {
+    folders = readdirSync(limitsDir(reportsDir));
+  } catch {
+    return [];
+  }
+  return folders.flatMap((folder) => {
+    try {
+      return [JSON.parse(readFileSync(path.join(limitsDir(reportsDir), folder, RATE_FILE), 'utf8'))];
+    } catch {
+      return [];
+    }
+  });
+}
+
+let waiters = 0;
+
+export class Schedule {
+  private made = false;
+
+  constructor(readonly dir: string, private readonly team: string, private readonly limiter: Limiter, private readonly stated?: Rate) {}
+
+  rate(): Rate | undefined {
+    if (this.stated) return this.stated;
+    try {
+      return (JSON.parse(readFileSync(path.join(this.dir, RATE_FILE), 'utf8')) as { rate: Rate }).rate;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** A request sent without waiting for a place (no rate known, or one that must go now): it takes its place all the same. */
+  sent(at = Date.now()): number {
+    this.append(`${at} S`);
+    return at;
+  }
+
+  /** Whether the rate's limiter refused the request sent at `at` (a cap's 429 got through it). */
+  answered(at: number, refused: boolean): void {
+    this.append(`${at} ${refused ? 'R' : 'A'}`);
+  }
+
+  /**
+   * Waits for a place in the window, once a rate is known: stops (`first`) before other requests,
+   * then in the order they first asked (`since`, epoch ms). Takes the place. Returns how long it
+   * waited, and the place's time (what `answered` is told).
+   */
+  async admit(first: boolean, since: number, signal: AbortSignal): Promise<{ waitedMs: number; at: number }> {
+    if (!this.rate()) return { waitedMs: 0, at: this.sent() };
+    const started = performance.now();
+    const queue = path.join(this.dir, 'waiting');
+    const me = `${first ? 0 : 1}-${String(since).padStart(15, '0')}-${String(++waiters).padStart(6, '0')}-${process.pid}`;
+    mkdirSync(queue, { recursive: true });
+    writeFileSync(path.join(queue, me), '');
+    try {
+      for (;;) {
+        const place = locked(this.dir, () => this.takePlace(queue, me));
+        if (place.at !== undefined) return { waitedMs: performance.now() - started, at: place.at };
+        await sleep(Math.min(place.waitMs, POLL_MS * 2), undefined, { signal });
+      }
+    } finally {
+      rmSync(path.join(queue, me), { force: true });
+    }
+  }
+
+  /** Within the lock: the place `me` took, or how long to wait before looking again. */
+  private takePlace(queue: string, me: string): { at?: number; waitMs: number } {
+    const rate = this.rate()!;
+    const ahead = readdirSync(queue).filter((name) => name === me || alive(Number(name.split('-')[3]))).sort()[0];
+    if (ahead !== me) return { waitMs: POLL_MS };
+    const now = Date.now();
+    const margin = marginOf(rate);
+    const inWindow = this.through().filter((at) => at > now - rate.windowMs - margin);
+    if (inWindow.length < rate.limit) return { at: this.sent(now), waitMs: 0 };
+    return { waitMs: inWindow[inWindow.length - rate.limit] + rate.windowMs + margin - now };
+  }
+
+  /** Requests the window has room for now, once a rate is known. */
+  room(): number | undefined {
+    const rate = this.rate();
+    if (!rate) return undefined;
+    const now = Date.now();
+    return Math.max(0, rate.limit - this.throughBetween(now - rate.windowMs, now + 1));
+  }
+
+  /** Whether the window held room for the request sent at `at`: fewer requests in it, not refused, than the known limit. */
+  hadRoom(at: number): boolean | undefined {
+    const rate = this.rate();
+    if (!rate) return undefined;
+    return this.throughBetween(at - rate.windowMs, at) < rate.limit;
+  }
+
+  /** What a rate's refusal of the request sent at `at` teaches (see the module's comment). Returns the rate now known. */
+  learn(at: number, refusal: Refusal): Rate | undefined {
+    if (this.stated) return this.stated;
+    return locked(this.dir, () => {
+      const known = this.rate();
+      const windowMs = refusal.windowMs ?? known?.windowMs ?? windowOf(refusal.resetMs);
+      const start = refusal.resetMs !== undefined && refusal.resetMs < windowMs ? at + refusal.resetMs - windowMs : at - windowMs;
+      // The limiter's own count where it gives it (this request included, and any refused before it in the window); else the run's.
+      const estimate = refusal.consumed !== undefined && refusal.remaining === 0 ? refusal.consumed - 1 : this.throughBetween(start, at);
+      const limit = Math.min(known?.limit ?? Infinity, estimate >= 1 ? estimate : Infinity);
+      if (!Number.isFinite(limit)) return known;
+      const rate: Rate = { limit, windowMs, from: refusal.windowMs ? 'learnt from a 429 that names its window' : `learnt from a 429; its window taken as ${windowMs / 1000} s` };
+      writeFileSync(path.join(this.dir, RATE_FILE), JSON.stringify({ team: this.team, limiter: this.limiter, rate }));
+      return rate;
+    });
+  }
+
+  /** Requests sent in [from, to) and not refused: those the limiter counted, as far as the run can tell. */
+  private throughBetween(from: number, to: number): number {
+    return this.through().filter((at) => at >= from && at < to).length;
+  }
+
+  /** The send times of the requests not refused (got through, or still in flight), in order. */
+  private through(): number[] {
+    const refused = new Map<number, number>();
+    for (const at of this.entries('R')) refused.set(at, (refused.get(at) ?? 0) + 1);
+    return this.entries('S')
+      .filter((at) => {
+        const left = refused.get(at);
+        if (!left) return true;
+        refused.set(at, left - 1);
+        return false;
+      })
+      .sort((a, b) => a - b);
+  }
+
+  private entries(kind: 'S' | 'A' | 'R'): number[] {
+    let text = '';
+    try {
+      text = readFileSync(path.join(this.dir, 'log'), 'utf8');
+    } catch {
+      return [];
+    }
+    const found: number[] = [];
+    for (const line of text.split('\n')) if (line.endsWith(kind)) found.push(Number(line.slice(0, -2)));
+    return found;
+  }
+
+  private append(line: string): void {
+    if (!this.made) mkdirSync(this.dir, { recursive: true });
+    this.made = true;
+    appendFileSync(path.join(this.dir, 'log'), `${line}\n`);
+  }
+}
+
+const marginOf = (rate: Rate) => marginMs(rate.windowMs);
