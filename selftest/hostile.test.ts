@@ -315,7 +315,7 @@ describe('the command against hostile targets ends in bounded time, says what ha
         assert.equal(code, 2, run.log().slice(-3000));
         assert.match(run.log(), message);
         await measured;
-        assert.ok(seconds < bound(budget), `verdict after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s)`);
+        assert.ok(seconds < bound(budget), `verdict after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s):\n${run.log().slice(-4000)}`);
         assert.equal(left, 0, 'sessions left running on the server');
         assert.ok(server.state.stopped.size > 0, 'the case created a session');
         assertNoKey(run);
@@ -349,6 +349,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
     },
     {
       name: "14. the limiter never recovers (429 from the fourth request on, no Retry-After)",
+      // A test's wait, then the stops of its sessions in the teardown, the global teardown and the command: each on a budget of its own.
+      budget: 4 * 4,
       behaviour: (base) => {
         let allowed = 3;
         return { limit: (key) => (key.endsWith(':interact') && allowed-- <= 0 ? { allowed: false, retryAfterSeconds: 1 } : base.limit(key)), error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) };
@@ -409,7 +411,7 @@ describe('the command against hostile targets ends in bounded time, says what ha
         // A fault found in seconds ends the run in seconds: one back-off budget at most, never one per waiting request.
         const budget = stated ?? Number(settings?.BACKOFF_BUDGET_MS ?? 0) / 1000 + Number(settings?.REQUEST_TIMEOUT_MS ?? 0) / 1000;
         await measured;
-        assert.ok(seconds < bound(budget), `the command ended after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s)`);
+        assert.ok(seconds < bound(budget), `the command ended after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s):\n${run.log().slice(-4000)}`);
         if (settings?.BACKOFF_BUDGET_MS) assert.match(run.log(), /is not tried again: another request of this run waited the whole back-off budget/, 'the other waiting requests gave up after one try');
         if (left >= 0) assert.equal(running, left, 'sessions left running on the server');
         if (running) assert.match(run.log(), /Could not stop \d+ session\(s\)/, 'a session left running is reported');

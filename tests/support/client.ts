@@ -357,7 +357,10 @@ export function createClient(options: ClientOptions) {
             }
             // Under a known rate the schedule gives the next place; a pause still keeps a refusing target from a tight loop.
             const wait = schedule?.rate() ? Math.min(100 * 2 ** (attempts - 1), 2_000) : retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
-            if (!schedule?.rate()) queue?.join();
+            // A cap's refusal waits for a slot, not for a limiter to recover: its waits are not a back-off (the test's timeout bounds them).
+            const capped = answer.refusal?.kind === 'cap' || answer.refusal?.roomInWindow === true;
+            if (capped) deadline += wait;
+            else if (!schedule?.rate()) queue?.join();
             // Once per request that waits long: which team, why, and for how long so far.
             if (!told && performance.now() - started + wait > TELL_AFTER_MS) {
               told = true;

@@ -4,13 +4,12 @@
  * hosted service does): one limiter each. Every request to a limiter is logged in
  * `<reports>/.limits/<target, team, limiter>/log` (its send time; then whether it got through).
  *
- * The first 429 that is a rate's refusal (not a cap's: limits.ts) teaches the rate: the window
- * from the answer's words where they name one (`req/min`), else the shortest usual window (a second,
- * a minute, an hour) its wait fits in, a minute without one; where the window stands from
- * its "retry after" or Retry-After; the limit from the answer's "Consumed" count where it gives one
- * (the lowest seen is the limit), else from the requests sent in that window and not refused. A
- * later refusal can only lower it. A
- * rate can also be stated (RATE_LIMIT). Once known, each request waits for a place in the window
+ * The first 429 that is a rate's refusal (not a cap's: limits.ts) and names its window (`req/min`)
+ * teaches the rate: where the window stands from its "retry after" or Retry-After; the limit from
+ * its "Consumed" count where it gives one (the lowest seen is the limit), else from the requests
+ * sent in that window and not refused. A later refusal can only lower it. A window no answer names
+ * is not guessed (the client backs off instead, client.ts), and a rate can be stated (RATE_LIMIT).
+ * Once known, each request waits for a place in the window
  * (a sliding window, a margin wider than the limiter's), stops of the run's sessions first, then
  * first come first served: the run plans to the limit instead of probing it.
  */
@@ -31,9 +30,6 @@ export interface Rate {
   from: string;
 }
 
-/** Windows limiters count in: a window the target does not name is taken as the shortest of them that its wait fits in. */
-const USUAL_WINDOWS_MS = [1000, 60_000, 3_600_000];
-const windowOf = (resetMs: number | undefined) => USUAL_WINDOWS_MS.find((windowMs) => (resetMs ?? 60_000) <= windowMs) ?? 3_600_000;
 const RATE_FILE = 'rate.json';
 const POLL_MS = 100;
 
@@ -173,13 +169,15 @@ export class Schedule {
     if (this.stated) return this.stated;
     return locked(this.dir, () => {
       const known = this.rate();
-      const windowMs = refusal.windowMs ?? known?.windowMs ?? windowOf(refusal.resetMs);
+      const windowMs = refusal.windowMs ?? known?.windowMs;
+      // A window no answer names could be a second or an hour: planning to a guess is slower than backing off.
+      if (windowMs === undefined) return undefined;
       const start = refusal.resetMs !== undefined && refusal.resetMs < windowMs ? at + refusal.resetMs - windowMs : at - windowMs;
       // The limiter's own count where it gives it (this request included, and any refused before it in the window); else the run's.
       const estimate = refusal.consumed !== undefined && refusal.remaining === 0 ? refusal.consumed - 1 : this.throughBetween(start, at);
       const limit = Math.min(known?.limit ?? Infinity, estimate >= 1 ? estimate : Infinity);
       if (!Number.isFinite(limit)) return known;
-      const rate: Rate = { limit, windowMs, from: refusal.windowMs ? 'learnt from a 429 that names its window' : `learnt from a 429; its window taken as ${windowMs / 1000} s` };
+      const rate: Rate = { limit, windowMs, from: 'learnt from a 429 that names its window' };
       writeFileSync(path.join(this.dir, RATE_FILE), JSON.stringify({ team: this.team, limiter: this.limiter, rate }));
       return rate;
     });
