@@ -450,6 +450,9 @@ export function patternsOfDepth(depth: number): Kind[][] {
   return patterns.sort(order);
 }
 
+/** Requests to stop and interact the systematic phase needs for every 3-step pattern (each from a fresh session, with its final stop). */
+export const REQUESTS_FOR_EVERY_THREE_STEP_PATTERN = patternsOfDepth(3).reduce((sum, pattern) => sum + requestsOf(pattern) + 2, 0);
+
 /** What the systematic phase covered: for each length, the share of its patterns some history ran whole, from a fresh session. */
 function coverageLine(covered: Map<number, Set<string>>): string {
   const parts: string[] = [];
@@ -472,6 +475,8 @@ export interface Exploration {
   requests: number;
   /** The systematic phase's coverage line, e.g. "all 1- and 2-step patterns, 61% of 3-step patterns". */
   covered?: string;
+  /** The systematic phase ran every 3-step pattern whole. */
+  everyThreeStep?: boolean;
   /** The shrunk history that breaks the model, as printed, when one was found. */
   counterexample?: string;
   failure?: string;
@@ -609,7 +614,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     if (next < patterns.length) break;
   }
   if (budget.halted && !failure) throw budget.halted;
-  const exploration = { ...finish('systematic', state, budget, 'the systematic phase runs the same patterns every time'), covered: coverageLine(covered) };
+  const exploration = { ...finish('systematic', state, budget, 'the systematic phase runs the same patterns every time'), covered: coverageLine(covered), everyThreeStep: (covered.get(3)?.size ?? 0) === KIND_NAMES.length ** 3 };
   if (failure) {
     // Other histories ran beside it: run the pattern once more alone, so that the report says whether it breaks on its own.
     const requests = requestsOf(failure.pattern) + 2;
