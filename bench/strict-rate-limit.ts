@@ -10,7 +10,8 @@
  * default), to measure what its search adds to the run; `--free-plan`, the hosted service as it is
  * today on its free plan (its words on 429, 10 scrapes a minute on their own limiter, a cap of 2
  * concurrent jobs shared with scrapes in progress, its provisioning race), with the production file;
- * `--window-ms N`, the free plan's window scaled down to N ms.
+ * `--window-ms N`, the free plan's window scaled down to N ms; `--limit N` and `--job-cap N`, a paid
+ * plan's requests a window and concurrent jobs.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -28,7 +29,10 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
 (async () => {
   const lines: string[] = [];
   const freePlan = option('--free-plan');
-  const windowMs = option('--window-ms') ? Number(process.argv[process.argv.indexOf('--window-ms') + 1]) : FREE_PLAN.windowMs;
+  const number = (name: string, fallback: number) => (option(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback);
+  const windowMs = number('--window-ms', FREE_PLAN.windowMs);
+  // A paid plan: more requests a window (`--limit`, scrapes alike) and more concurrent jobs (`--job-cap`).
+  const plan = { ...FREE_PLAN, windowMs, limit: number('--limit', FREE_PLAN.limit), scrapeLimit: number('--limit', FREE_PLAN.scrapeLimit), jobCap: number('--job-cap', FREE_PLAN.jobCap) };
   const production = option('--production') || freePlan;
   const cap = option('--cap') ? Number(process.argv[process.argv.indexOf('--cap') + 1]) : undefined;
   // The sequences rule's time budget: its default (60 s) unless given, to measure what it adds to the run.
@@ -36,7 +40,7 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
   const server = await createReferenceServer({
     rateLimit: { limit: 10, windowMs: 60_000 },
     log: (line) => lines.push(line),
-    behaviour: freePlan ? onPlan({ ...FREE_PLAN, windowMs }).behaviour : (base, state) => ({
+    behaviour: freePlan ? onPlan(plan).behaviour : (base, state) => ({
       ...(production ? { ...behaviourOf('billing-whole-credits')(base, state), ...behaviourOf('any-scheme-accepted')(base, state) } : {}),
       ...(cap ? capsSessions(cap, false).behaviour!(base, state) : {}),
       error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers),
@@ -71,7 +75,7 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
   } catch {
     // first run
   }
-  bench[['strictLimit', burstTeam && 'BurstTeam', freePlan ? `FreePlan${windowMs === 60_000 ? '' : `${windowMs}ms`}` : production && 'Production', cap && `Cap${cap}`, sequenceSeconds && `Sequences${sequenceSeconds}s`].filter(Boolean).join('')] = figures;
+  bench[['strictLimit', burstTeam && 'BurstTeam', freePlan ? `${plan.limit === FREE_PLAN.limit ? 'FreePlan' : `Plan${plan.limit}`}${windowMs === 60_000 ? '' : `Per${windowMs}ms`}` : production && 'Production', cap && `Cap${cap}`, sequenceSeconds && `Sequences${sequenceSeconds}s`].filter(Boolean).join('')] = figures;
   writeFileSync(file, JSON.stringify(bench, null, 2));
   writeFileSync(path.join(ROOT, 'docs', 'performance.md'), renderPerformance(bench));
   process.exit(code);
