@@ -56,13 +56,14 @@ export default defineConfig({
   // workers run the other tests, which are short: a worker costs about half a second of CPU to
   // start, and more would end no sooner (against a remote target, the sequences rule's minute
   // outlasts them). Against a target whose clock is declared coarse, each refusal test holds its
-  // session for seconds: four of them at once, within the run's six workers.
+  // session for seconds, and against a remote one each waits on the network and on the target's
+  // browser: four of them at once, within the run's six workers.
   // The last project runs once every test of the others has ended, failed or not: Playwright runs a
   // project's teardown after all that depend on it, and 'the run' is an empty project for that alone.
   projects: [
     ...(LAST.length ? [{ name: 'the run', testMatch: /^$/, teardown: 'after the run' }] : []),
     { name: 'rules, longest first', testMatch: LONGEST, workers: 4, dependencies: LAST.length ? ['the run'] : [] },
-    { name: 'rules', testIgnore: [...LONGEST, '**/*.account.spec.ts'], workers: settings.declaredClock ? 4 : 2, dependencies: LAST.length ? ['the run'] : [] },
+    { name: 'rules', testIgnore: [...LONGEST, '**/*.account.spec.ts'], workers: settings.declaredClock || !settings.embedded ? 4 : 2, dependencies: LAST.length ? ['the run'] : [] },
     ...(LAST.length ? [{ name: 'after the run', testMatch: LAST, fullyParallel: false }] : []),
   ],
 });
