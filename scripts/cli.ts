@@ -253,7 +253,7 @@ async function finish(settings: Settings, signalled: string | undefined, allure:
   const ledger = new Ledger(ledgerFile(settings.reportsDir));
   const leftOpen =
     signalled === TARGET_STOPPED_ANSWERING
-      ? { stopped: [], failed: ledger.open().filter((entry) => !entry.embedded).map((entry) => `${entry.jobId} at ${entry.target}: running since ${entry.at}; its stops went unanswered`) }
+      ? { stopped: [], failed: ledger.open().filter((entry) => !entry.embedded).map((entry) => `${entry.jobId} at ${entry.target}: running since ${entry.at}; not stopped: the run ended when the target stopped answering`) }
       : await stopOpenSessions(ledger, settings, (entry) => !entry.embedded);
   if (leftOpen.stopped.length) console.log(`Stopped ${leftOpen.stopped.length} session(s) the run left:\n  ${leftOpen.stopped.join('\n  ')}`);
   if (leftOpen.failed.length) console.error(`Could not stop ${leftOpen.failed.length} session(s):\n  ${leftOpen.failed.join('\n  ')}\nRun \`${NAME} cleanup\` to try again.`);
@@ -311,7 +311,7 @@ function runPlaywright(args: string[], settings: Settings): Promise<string | und
       if (signalled || !existsSync(hang)) return;
       clearInterval(watch);
       signalled = TARGET_STOPPED_ANSWERING;
-      console.error(`\nThe target stopped answering: ${readFileSync(hang, 'utf8')}\nEnding the run (exit 2): its teardown stops the sessions it created…`);
+      console.error(`\nThe target stopped answering: ${readFileSync(hang, 'utf8')}\nEnding the run, an error of the run (exit 2; 1 if a failure was found): its teardown stops the sessions it created…`);
       child.kill('SIGINT');
     }, 250);
     const onInt = () => forward('SIGINT');

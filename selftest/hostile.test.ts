@@ -362,12 +362,30 @@ describe('the command against hostile targets ends in bounded time, says what ha
       left: -1,
     },
     {
+      name: '19. the limiter never recovers, and its words teach the rate (429 from the fourth request on)',
+      behaviour: (base) => {
+        let consumed = 0;
+        return {
+          limit: (key) => (key.endsWith(':interact') && ++consumed > 3 ? { allowed: false, retryAfterSeconds: 30 } : base.limit(key)),
+          error: (status, message, headers) =>
+            status === 429 ? base.error(429, `Rate limit exceeded. Consumed (req/min): ${consumed}, Remaining (req/min): 0. Upgrade your plan or please retry after 30s`, {}) : base.error(status, message, headers),
+        };
+      },
+      args: ['--rule', 'owner-stop', '--rule', 'unknown-job', '--rule', 'foreign-team'],
+      settings: { BACKOFF_BUDGET_MS: '4000' },
+      exit: 2,
+      message: /the back-off budget \(BACKOFF_BUDGET_MS=4000\) is used up/,
+      left: -1,
+      // As case 14: a place in the window is no wait once every request is refused.
+      budget: 4 * 4,
+    },
+    {
       name: '15. every interact hangs (the session is created), five rules',
       behaviour: answersLate(600_000),
       args: ['--rule', 'owner-stop', '--rule', 'foreign-team', '--rule', 'billing', '--rule', 'stop-is-final', '--rule', 'authentication'],
       settings: { REQUEST_TIMEOUT_MS: '4000' },
       exit: 2,
-      message: /The target stopped answering: POST \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 4000 ms \(REQUEST_TIMEOUT_MS\)\nEnding the run \(exit 2\)/,
+      message: /The target stopped answering: POST \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 4000 ms \(REQUEST_TIMEOUT_MS\)\nEnding the run, an error of the run \(exit 2/,
       left: 0,
       // The first interacts time out together; the run ends then, its teardown's stops answered at once.
       budget: 4,
@@ -391,7 +409,7 @@ describe('the command against hostile targets ends in bounded time, says what ha
       args: ['--rule', 'owner-stop', '--rule', 'foreign-team', '--rule', 'billing', '--rule', 'stop-is-final'],
       settings: { REQUEST_TIMEOUT_MS: '4000' },
       exit: 2,
-      message: /The target stopped answering: DELETE \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 4000 ms \(REQUEST_TIMEOUT_MS\)\nEnding the run \(exit 2\)/,
+      message: /The target stopped answering: DELETE \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 4000 ms \(REQUEST_TIMEOUT_MS\)\nEnding the run, an error of the run \(exit 2/,
       left: 0,
       // The test's stop, then the teardowns' first stops of the other sessions, all at once; their second stops get through.
       budget: 2 * 4,

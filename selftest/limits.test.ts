@@ -47,6 +47,8 @@ test("a refusal that names its window teaches the rate: the limiter's own count 
   for (let i = 0; i < 7; i++) unworded.answered(unworded.sent(now - 500 + i), false);
   // One refused before: it did not count.
   unworded.answered(unworded.sent(now - 100), true);
+  // The refused request took its place too; it is marked refused once judged.
+  unworded.sent(now);
   // A window no answer names is not guessed.
   assert.equal(unworded.learn(now, readRefusal('Rate limit exceeded, retry after 1s.', { 'retry-after': '1' })), undefined);
   const rate = unworded.learn(now, readRefusal('Rate limit exceeded: 10 requests per second, retry after 1s.', { 'retry-after': '1' }));
@@ -58,13 +60,17 @@ test('once the rate is known, places keep to it: no more than the limit in any w
   const now = Date.now();
   // A limit of 3 per 400 ms, learnt from a refusal whose window is named.
   for (let i = 0; i < 3; i++) schedule.answered(schedule.sent(now - 50 + i), false);
-  schedule.learn(now, { kind: 'rate', windowMs: 400, resetMs: 350 });
+  schedule.learn(schedule.sent(now), { kind: 'rate', windowMs: 400, resetMs: 350 });
+  schedule.answered(now, true);
   assert.equal(schedule.rate()?.limit, 3);
   assert.equal(schedule.room(), 0);
   assert.equal(schedule.hadRoom(now), false);
   const places: number[] = [];
   for (let i = 0; i < 6; i++) places.push((await schedule.admit(false, Date.now(), signal)).at);
   const all = [now - 50, now - 49, now - 48, ...places];
+  // A refusal counted over another window keeps the stricter rate of the two: 100 a minute is stricter than 3 per 400 ms (450 a minute), 1,000 a minute is not.
+  assert.deepEqual(schedule.learn(Date.now(), { kind: 'rate', windowMs: 60_000, consumed: 1001, remaining: 0 }), { limit: 3, windowMs: 400, from: 'learnt from a 429 that names its window' });
+  assert.deepEqual(schedule.learn(Date.now(), { kind: 'rate', windowMs: 60_000, consumed: 101, remaining: 0 }), { limit: 100, windowMs: 60_000, from: 'learnt from a 429 that names its window' });
   for (const at of all) assert.ok(all.filter((other) => other >= at && other < at + 400).length <= 3, `more than 3 places within 400 ms of ${at}: ${all.map((t) => t - now)}`);
 });
 

@@ -14,7 +14,7 @@
  * suite does not use it.
  */
 import { once, setMaxListeners } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -27,7 +27,7 @@ import { BackoffQueue } from './backoff-queue';
 import { countCredits, countRequest, countScrape, writeSpend } from './cost';
 import { QuietSpell } from './quiet-spell';
 import { readRefusal, retryAfterMs, type Refusal } from './limits';
-import { limiterOf, scheduleFor, type Schedule } from './schedule';
+import { limiterOf, marginMs, scheduleFor, type Schedule } from './schedule';
 import { Ledger, ledgerFile } from './ledger';
 import { settlementOf } from './settlements';
 import { redact, redactAuthorization, redactHeaders } from './redact';
@@ -251,7 +251,7 @@ export interface ClientOptions {
    * With `reportsDir`, requests that back off take turns with the run's other workers
    * (backoff-queue.ts), and wait while another worker's burst sends (quiet-spell.ts).
    */
-  settings: Pick<Settings, 'requestTimeoutMs' | 'maxBodyBytes' | 'backoffBudgetMs'> & Partial<Pick<Settings, 'reportsDir' | 'rateLimit'>>;
+  settings: Pick<Settings, 'requestTimeoutMs' | 'maxBodyBytes' | 'backoffBudgetMs'> & Partial<Pick<Settings, 'reportsDir' | 'rateLimit' | 'testTimeoutMs'>>;
   /** Where exchanges are attached (a test's report); nothing is attached without it. */
   attach?: (name: string, body: string) => Promise<void>;
   /** Records the owner's stops that ended a session. */
@@ -300,13 +300,15 @@ export function createClient(options: ClientOptions) {
       const queue = on429 !== 'once' && settings.reportsDir ? new BackoffQueue(settings.reportsDir, target.baseURL, team) : undefined;
       const limiter = request.as.withoutValidKey ? undefined : limiterOf(request.method, request.path);
       const schedule = limiter && settings.reportsDir ? scheduleFor(settings.reportsDir, target.baseURL, team, limiter, limiter === 'interact' ? settings.rateLimit : undefined) : undefined;
-      // A stop of the team's own sessions goes first, and waits on its own budget: other requests that gave up never take a live session's stop with them.
+      // An owner's stop (of its own sessions, or a probe of an unknown job) goes first, and waits on its own budget: other requests that gave up never take a live session's stop with them.
       const first = request.method === 'DELETE' && request.as.owner === true;
-      // The burst and one-off probes go at once; they take their places all the same.
-      const paced = on429 !== 'once' && !request.pooled;
+      // The burst and one-off probes go at once, and, once the target stopped answering, the stops that end the run: they take their places all the same.
+      const paced = on429 !== 'once' && !request.pooled && !(first && settings.reportsDir && existsSync(hangFile(settings.reportsDir)));
       const started = performance.now();
       const since = Date.now();
       let deadline = started + settings.backoffBudgetMs;
+      // Waits that are the plan (a place in the window, a slot under a cap) push the deadline, never past a test's length.
+      const latest = started + Math.max(settings.backoffBudgetMs, settings.testTimeoutMs ?? 0);
       const cancelled = (while_: string) => (error: unknown) => {
         if (!signal.aborted) throw error;
         throw new RunError(`${request.method} ${request.path} as ${request.as.name}: cancelled while ${while_}, its test had ended`);
@@ -323,16 +325,18 @@ export function createClient(options: ClientOptions) {
           const giveUp = !first && (queue?.exhausted() ?? false);
           let at: number | undefined;
           if (schedule && paced) {
-            const place = await schedule.admit(first, since, signal).catch(cancelled('waiting for a place under the rate limit'));
+            const place = await schedule.admit(first, since, signal, latest).catch(cancelled('waiting for a place under the rate limit'));
             // Waiting for a place is the plan, not a limiter that does not recover.
-            deadline += place.waitedMs;
+            deadline = Math.min(deadline + place.waitedMs, latest);
             at = place.at;
           }
+          const spellWait = performance.now();
           await spell?.enter(spellDeadline, signal).catch(cancelled("waiting for another worker's burst"));
           let answer: Answer;
           try {
             request.onAttempt?.();
-            if (schedule && !paced) at = schedule.sent();
+            // A place held while another worker's burst sent is taken again now: the target counts the request when it arrives.
+            if (schedule && (!paced || (at !== undefined && performance.now() - spellWait > marginMs(schedule.rate()?.windowMs ?? 0)))) at = schedule.sent();
             answer = await sendOnce(options, signal, request, attempts, request.connection ?? (request.pooled ? poolOf() : undefined));
           } finally {
             spell?.leave();
@@ -341,7 +345,7 @@ export function createClient(options: ClientOptions) {
           if (schedule && at !== undefined) {
             if (answer.status === 429) answer.refusal = judge(schedule, at, answer, request);
             // A cap's refusal went through the rate's limiter, and counts against its window.
-            schedule.answered(at, answer.status === 429 && answer.refusal?.kind !== 'cap' && answer.refusal?.roomInWindow !== true);
+            schedule.answered(at, answer.status === 429 && !(request.opens && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true))));
           }
           if (answer.status === 429 && on429 !== 'once' && giveUp && on429 === 'retry') {
             await record(options, answer, request);
@@ -357,9 +361,9 @@ export function createClient(options: ClientOptions) {
             }
             // Under a known rate the schedule gives the next place; a pause still keeps a refusing target from a tight loop.
             const wait = schedule?.rate() ? Math.min(100 * 2 ** (attempts - 1), 2_000) : retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
-            // A cap's refusal waits for a slot, not for a limiter to recover: its waits are not a back-off (the test's timeout bounds them).
-            const capped = answer.refusal?.kind === 'cap' || answer.refusal?.roomInWindow === true;
-            if (capped) deadline += wait;
+            // A cap's refusal of an interact that would open a session waits for a slot, not for a limiter to recover: not a back-off.
+            const capped = request.opens && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true));
+            if (capped) deadline = Math.min(deadline + wait, latest);
             else if (!schedule?.rate()) queue?.join();
             // Once per request that waits long: which team, why, and for how long so far.
             if (!told && performance.now() - started + wait > TELL_AFTER_MS) {
@@ -420,7 +424,7 @@ function markHang(reportsDir: string, message: string): void {
 }
 
 /** One attempt: the exchange, its failure as an error of the run, the answer redacted and parsed. */
-async function sendOnce({ target, settings, endsRunOnHang }: ClientOptions, signal: AbortSignal, { method, path, as, data }: SendOptions, attempts: number, agent?: http.Agent): Promise<Answer> {
+async function sendOnce({ target, settings, endsRunOnHang }: ClientOptions, signal: AbortSignal, { method, path, as, data, pooled }: SendOptions, attempts: number, agent?: http.Agent): Promise<Answer> {
   const headers: Record<string, string> = as.authorization === undefined ? {} : { authorization: as.authorization };
   let raw: RawAnswer;
   const send = () => exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent });
@@ -431,7 +435,8 @@ async function sendOnce({ target, settings, endsRunOnHang }: ClientOptions, sign
   } catch (error) {
     const reason = error instanceof RunError ? error.message : (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     const failure = new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);
-    if (endsRunOnHang && settings.reportsDir && !signal.aborted && (TIMED_OUT.test(failure.message) || /ECONNREFUSED/.test(failure.message))) markHang(settings.reportsDir, failure.message);
+    // The burst's pooled requests are left out: hundreds at once may time out on a busy runner, a target that answers the others is not hanging.
+    if (endsRunOnHang && !pooled && settings.reportsDir && !signal.aborted && (TIMED_OUT.test(failure.message) || /ECONNREFUSED/.test(failure.message))) markHang(settings.reportsDir, failure.message);
     throw failure;
   }
   const text = redact(raw.body.toString('utf8'));

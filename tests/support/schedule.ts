@@ -119,7 +119,7 @@ export class Schedule {
    * then in the order they first asked (`since`, epoch ms). Takes the place. Returns how long it
    * waited, and the place's time (what `answered` is told).
    */
-  async admit(first: boolean, since: number, signal: AbortSignal): Promise<{ waitedMs: number; at: number }> {
+  async admit(first: boolean, since: number, signal: AbortSignal, deadline = Infinity): Promise<{ waitedMs: number; at: number }> {
     if (!this.rate()) return { waitedMs: 0, at: this.sent() };
     const started = performance.now();
     const queue = path.join(this.dir, 'waiting');
@@ -128,7 +128,8 @@ export class Schedule {
     writeFileSync(path.join(queue, me), '');
     try {
       for (;;) {
-        const place = locked(this.dir, () => this.takePlace(queue, me));
+        // Past its deadline a request goes without a place (the target then answers for itself), and still counts.
+        const place = performance.now() > deadline ? { at: this.sent(), waitMs: 0 } : locked(this.dir, () => this.takePlace(queue, me));
         if (place.at !== undefined) return { waitedMs: performance.now() - started, at: place.at };
         await sleep(Math.min(place.waitMs, POLL_MS * 2), undefined, { signal });
       }
@@ -173,14 +174,23 @@ export class Schedule {
       // A window no answer names could be a second or an hour: planning to a guess is slower than backing off.
       if (windowMs === undefined) return undefined;
       const start = refusal.resetMs !== undefined && refusal.resetMs < windowMs ? at + refusal.resetMs - windowMs : at - windowMs;
-      // The limiter's own count where it gives it (this request included, and any refused before it in the window); else the run's.
-      const estimate = refusal.consumed !== undefined && refusal.remaining === 0 ? refusal.consumed - 1 : this.throughBetween(start, at);
+      // The limiter's own count where it gives it (this request included, and any refused before it in the window); else the run's,
+      // those sent in the same millisecond included, this one not (it is not marked refused yet).
+      const estimate = refusal.consumed !== undefined && refusal.remaining === 0 ? refusal.consumed - 1 : this.throughBetween(start, at + 1) - 1;
+      // A refusal counted over another window than the one known: the stricter rate of the two is kept.
+      if (known && known.windowMs !== windowMs) {
+        if (estimate < 1 || estimate / windowMs >= known.limit / known.windowMs) return known;
+        return this.keep({ limit: estimate, windowMs, from: 'learnt from a 429 that names its window' });
+      }
       const limit = Math.min(known?.limit ?? Infinity, estimate >= 1 ? estimate : Infinity);
       if (!Number.isFinite(limit)) return known;
-      const rate: Rate = { limit, windowMs, from: 'learnt from a 429 that names its window' };
-      writeFileSync(path.join(this.dir, RATE_FILE), JSON.stringify({ team: this.team, limiter: this.limiter, rate }));
-      return rate;
+      return this.keep({ limit, windowMs, from: 'learnt from a 429 that names its window' });
     });
+  }
+
+  private keep(rate: Rate): Rate {
+    writeFileSync(path.join(this.dir, RATE_FILE), JSON.stringify({ team: this.team, limiter: this.limiter, rate }));
+    return rate;
   }
 
   /** Requests sent in [from, to) and not refused: those the limiter counted, as far as the run can tell. */

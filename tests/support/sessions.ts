@@ -188,7 +188,9 @@ export class Sessions {
   /** A scrape job that never gets a session. While it is scraped it holds a job slot, where the target caps jobs: room is taken for it as for a session. */
   async jobWithoutSession(): Promise<{ jobId: string; scrape: Answer }> {
     const owner = this.owner;
-    if (this.cap(owner) !== undefined && this.roomOf(owner).taken <= this.liveOf(owner)) await this.reserve(this.liveOf(owner) + 1, owner);
+    if (this.cap(owner) !== undefined && this.roomOf(owner).taken <= this.liveOf(owner) && (await this.reserve(this.liveOf(owner) + 1, owner)) <= this.liveOf(owner)) {
+      throw new RunError(`the target's cap of ${this.cap(owner)} job(s) per team leaves no room for a scrape of this test`);
+    }
     return this.scrape(false, false, owner);
   }
 
@@ -306,9 +308,11 @@ export class Sessions {
     if (owner === this.owner) await openAccount(api, owner, settings);
     const token = randomUUID();
     const scraping = { target: api.target.baseURL, identity: owner.name, scrape: token };
-    ledger.scrape('scraping', scraping);
-    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl }, attach: !quiet }).catch((error) => {
-      ledger.scrape('scrape-done', scraping);
+    let sent = false;
+    // Written as each attempt leaves (not while it waits for a place under the scrape limiter): a scrape holds a job slot from then on.
+    const onAttempt = () => (sent || ledger.scrape('scraping', scraping), (sent = true));
+    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl }, attach: !quiet, onAttempt }).catch((error) => {
+      if (sent) ledger.scrape('scrape-done', scraping);
       throw error;
     });
     const jobId: unknown = answer.body?.data?.metadata?.scrapeId;

@@ -169,7 +169,7 @@ export function renderSummary(summary: Summary): string {
   // Whether the account was used, and what it said (or why not).
   const account = summary.rules['stop-is-final']?.tests.find((test) => test.id === 'stop-is-final/account');
   if (account && account.outcome !== 'not run') lines.push(`  ACCOUNT (${account.outcome}): ${account.note ?? ''}`);
-  for (const rate of summary.rateLimits ?? []) lines.push(`  RATE LIMIT: the ${rate.team} team's ${rate.limiter === 'interact' ? 'stops and interacts' : rate.limiter === 'scrape' ? 'scrapes' : 'account reads'}, ${rate.limit} per ${rate.windowMs / 1000} s (${rate.from}); the run kept to it`);
+  for (const rate of summary.rateLimits ?? []) lines.push(`  RATE LIMIT: the ${rate.team} team's ${rate.limiter === 'interact' ? 'stops and interacts' : rate.limiter === 'scrape' ? 'scrapes' : 'account reads'}, ${rate.limit} per ${rate.windowMs / 1000} s (${rate.from})`);
   if (summary.sessionCap) lines.push(`  SESSION CAP: ${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how}); tests took turns under it`);
   if (summary.cost) lines.push(...describeCost(summary.cost).map((line) => `  ${line}`));
   const tally = SEVERITY.map((outcome) => [outcome, count(outcome)] as const).filter(([, n]) => n).map(([outcome, n]) => `${n} ${outcome}`);
