@@ -14,7 +14,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { hangFile } from '../tests/support/client';
 import { Ledger, ledgerFile } from '../tests/support/ledger';
-import { COMMAND_PIPE_VARIABLE, reportsFolderInUse } from '../tests/support/global-setup';
+import { COMMAND_PIPE_VARIABLE, endingFile, reportsFolderInUse } from '../tests/support/global-setup';
 import { RULE_IDS, RULES, type RuleId } from '../tests/support/rules';
 import { stopOpenSessions } from '../tests/support/sessions';
 import { ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TABLE, type Settings } from '../tests/support/settings';
@@ -306,9 +306,11 @@ function runPlaywright(args: string[], settings: Settings): Promise<string | und
     };
     // A request the target left unanswered (client.ts): the run ends now, its teardown stopping what it opened, instead of meeting the same silence test after test.
     const hang = hangFile(settings.reportsDir);
+    const ending = endingFile(settings.reportsDir);
     rmSync(hang, { force: true });
+    rmSync(ending, { force: true });
     const watch = setInterval(() => {
-      if (signalled || !existsSync(hang)) return;
+      if (signalled || !existsSync(hang) || existsSync(ending)) return;
       clearInterval(watch);
       signalled = TARGET_STOPPED_ANSWERING;
       console.error(`\nThe target stopped answering: ${readFileSync(hang, 'utf8')}\nEnding the run, an error of the run (exit 2; 1 if a failure was found): its teardown stops the sessions it created…`);

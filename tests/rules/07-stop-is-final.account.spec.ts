@@ -26,6 +26,10 @@ test(
     }
     const odd = found.filter(({ stop }) => stop.status !== 200 && stop.status !== 404);
     if (odd.length) throw new RunError(`the sweep's stops must find a job empty (404) or stop what runs there (200): ${odd.map(({ stop }) => summary(stop)).join('; ')}`);
+    await check('nothing-stopped-unasked', () => {
+      const stray = ledger.settledWithoutSession(api.target.baseURL).map(({ jobId, identity, ...settled }) => `the ${identity}'s stop of ${jobId} settled ${describeSettlement(settled)}`);
+      expect(stray, 'a stop of a job that never had a session (a random id, a scrape job without one) must find nothing (404) and change nothing; these settled a session, which can only have been another one').toEqual([]);
+    });
     await check('nothing-left', () => {
       const left = found.filter(({ stop }, index) => isNewCharge(stop) && jobs[index].settled.every((one) => isNewCharge(stop, one)));
       const described = left.map(({ jobId, status, stop }) => `${jobId} (its last interact answered ${status ?? 'nothing'}; a session ran there, and its stop settled ${describeSettlement({ credits: stop.body!.creditsBilled, durationMs: stop.body!.sessionDurationMs })})`);

@@ -108,6 +108,8 @@ export default async function globalSetup() {
   if (existsSync(ledger.file)) renameSync(ledger.file, ledger.file.replace(/\.jsonl$/, '.previous.jsonl'));
 
   return async () => {
+    // The run is ending by itself: the command no longer interrupts it on a hang (cli.ts), which would cut its reports short.
+    writeFileSync(endingFile(settings.reportsDir), '');
     endWatch();
     const { stopped, failed } = await stopOpenSessions(ledger, settings);
     release();
@@ -115,3 +117,6 @@ export default async function globalSetup() {
     if (failed.length) throw new RunError(`Could not stop ${failed.length} session(s) of this run; they may still be running and billed:\n  ${failed.join('\n  ')}`);
   };
 }
+
+/** Written when the global teardown begins. */
+export const endingFile = (reportsDir: string) => path.join(reportsDir, '.ending');

@@ -112,6 +112,17 @@ export class Ledger {
     return [...jobs].filter(([, job]) => job.last).map(([jobId, job]) => ({ jobId, status: job.last!.status, settled: job.settled }));
   }
 
+  /**
+   * Settlements reported by stops of jobs the run never gave a session (a random job id, a scrape job
+   * left without one): each of those stops must have found nothing, so each of these stopped some
+   * other session (of the run's, or of no one's the run knew).
+   */
+  settledWithoutSession(target: string): ({ jobId: string; identity: string } & Settled)[] {
+    const entries = this.entries().filter((entry) => entry.target === target);
+    const created = new Set(entries.filter((entry) => entry.event === 'created').map((entry) => (entry as { jobId: string }).jobId));
+    return entries.flatMap((entry) => (entry.event === 'settled' && !created.has(entry.jobId) ? [{ jobId: entry.jobId, identity: entry.identity, credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) }] : []));
+  }
+
   /** Whether a stop by the team that owns the job, sent from this process, ended its session. */
   endedHere(target: string, jobId: string, owner: string): boolean {
     return this.endedInThisProcess.has(`${target} ${jobId} ${owner}`);

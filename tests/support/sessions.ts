@@ -39,6 +39,9 @@ export interface ProvisionOptions {
   reserved?: boolean;
 }
 
+/** Refusals for a cap while the run holds nothing of the team's (over 5 s at least), after which an interact gives up. */
+const EMPTY_HANDED_REFUSALS = 5;
+
 /** How long a provisioning interact answered 404 just after its scrape is tried again (100 ms, then twice as long each time). */
 export const PROVISIONING_RACE_MS = 5_000;
 
@@ -245,6 +248,8 @@ export class Sessions {
     const entry = { target: api.target.baseURL, jobId, identity: owner.name };
     let sentAt = 0;
     let roomBefore = false;
+    let emptyHanded = 0;
+    let emptyHandedSince: number | undefined;
     const opening = {
       cap: undefined as number | undefined,
       onAttempt: () => {
@@ -265,6 +270,14 @@ export class Sessions {
         roomBefore = room;
         if (!shown) return false;
         opening.cap = await this.capAt(owner, jobId, sentAt, receivedAt);
+        // A cap met while the run held nothing of the team's: no slot the run can free will make room.
+        if (opening.cap === 0 && told) emptyHandedSince ??= receivedAt;
+        if (opening.cap === 0 && told && ++emptyHanded >= EMPTY_HANDED_REFUSALS && receivedAt - emptyHandedSince! >= 5_000) {
+          throw new RunError(
+            `an interact that would open a session was refused for a cap ${emptyHanded} times (${summary(answer)}) while this run held no session or scrape of the ${owner.name}: ` +
+              'another client is using the team, or the target keeps the slots of sessions already stopped (a stop must release its browser)',
+          );
+        }
         return opening.cap > 0;
       },
       /** What came of it: its answer's status, or none. */
