@@ -430,7 +430,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
         const budget = stated ?? Number(settings?.BACKOFF_BUDGET_MS ?? 0) / 1000 + Number(settings?.REQUEST_TIMEOUT_MS ?? 0) / 1000;
         await measured;
         assert.ok(seconds < bound(budget), `the command ended after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s):\n${run.log().slice(-4000)}`);
-        if (settings?.BACKOFF_BUDGET_MS) assert.match(run.log(), /is not tried again: another request of this run waited the whole back-off budget/, 'the other waiting requests gave up after one try');
+        // Before a rate is known the requests that wait take turns, and once one has waited its budget the others give up at once.
+        if (name.startsWith('14.')) assert.match(run.log(), /is not tried again: another request of this run waited the whole back-off budget/, 'the other waiting requests gave up after one try');
         if (left >= 0) assert.equal(running, left, 'sessions left running on the server');
         if (running) assert.match(run.log(), /Could not stop \d+ session\(s\)/, 'a session left running is reported');
         assertNoKey(run);

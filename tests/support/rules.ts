@@ -102,7 +102,7 @@ export const RULES = {
       'simultaneous-stops': inferred(['one-succeeds', 'answers', 'charged-once']),
       'final-for-everyone': must(['first-stop', 'refused', 'reveals-nothing', 'still-stopped']),
       'interact-after-stop': inferred(['first-stop', 'interact', 'nothing-unannounced']),
-      'no-leaks': { ...inferred(['nothing-left']), runWide: true },
+      'no-leaks': { ...inferred(['nothing-stopped-unasked', 'nothing-left']), runWide: true },
       account: { ...inferred(['charged-as-settled']), runWide: true },
     },
   },
