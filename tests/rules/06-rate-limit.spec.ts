@@ -79,6 +79,11 @@ test(
             answers.push(answer);
             const throttled = stops.some((stop) => stop.answer.status === 429);
             if (answer.status === 429 && !pending && !throttled && stops.length < candidates.length) pending = stopNext(candidates[stops.length]);
+            // A burst planned to the room left ends its lane at a 429 once a stop of its own was throttled (or none is left): more refusals prove nothing more.
+            if (room !== undefined && answer.status === 429) {
+              await pending;
+              if (stops.some((stop) => stop.answer.status === 429) || stops.length === candidates.length) break;
+            }
           }
         };
         await Promise.all(Array.from({ length: Math.min(concurrency, settings.burstRequests) }, lane));

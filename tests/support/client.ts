@@ -343,6 +343,7 @@ export function createClient(options: ClientOptions) {
           }
           countRequest(request.as.team ?? 'keyless', JOB_OF_PATH.test(request.path), answer.status);
           if (schedule && at !== undefined) {
+            schedule.left(at, Date.now() - (performance.now() - answer.sentAt));
             if (answer.status === 429) answer.refusal = judge(schedule, at, answer, request);
             // A cap's refusal went through the rate's limiter, and counts against its window.
             schedule.answered(at, answer.status === 429 && !(request.opens && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true))));

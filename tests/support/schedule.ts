@@ -91,6 +91,8 @@ let waiters = 0;
 
 export class Schedule {
   private made = false;
+  /** How late this process's last requests left after taking their places (a busy machine, a connection to open): the window is widened by twice that. */
+  private readonly lateness: number[] = [];
 
   constructor(readonly dir: string, private readonly team: string, private readonly limiter: Limiter, private readonly stated?: Rate) {}
 
@@ -107,6 +109,16 @@ export class Schedule {
   sent(at = Date.now()): number {
     this.append(`${at} S`);
     return at;
+  }
+
+  private margin(rate: Rate): number {
+    return Math.max(marginOf(rate), 2 * Math.max(0, ...this.lateness));
+  }
+
+  /** A request that took its place at `at` left at `leftAt` (epoch ms). */
+  left(at: number, leftAt: number): void {
+    this.lateness.push(Math.max(0, leftAt - at));
+    if (this.lateness.length > 20) this.lateness.shift();
   }
 
   /** Whether the rate's limiter refused the request sent at `at` (a cap's 429 got through it). */
@@ -144,7 +156,7 @@ export class Schedule {
     const ahead = readdirSync(queue).filter((name) => name === me || alive(Number(name.split('-')[3]))).sort()[0];
     if (ahead !== me) return { waitMs: POLL_MS };
     const now = Date.now();
-    const margin = marginOf(rate);
+    const margin = this.margin(rate);
     const inWindow = this.through().filter((at) => at > now - rate.windowMs - margin);
     if (inWindow.length < rate.limit) return { at: this.sent(now), waitMs: 0 };
     return { waitMs: inWindow[inWindow.length - rate.limit] + rate.windowMs + margin - now };
@@ -155,7 +167,7 @@ export class Schedule {
     const rate = this.rate();
     if (!rate) return undefined;
     const now = Date.now();
-    return Math.max(0, rate.limit - this.throughBetween(now - rate.windowMs, now + 1));
+    return Math.max(0, rate.limit - this.throughBetween(now - rate.windowMs - this.margin(rate), now + 1));
   }
 
   /** Whether the window held room for the request sent at `at`: fewer requests in it, not refused, than the known limit. */

@@ -148,10 +148,11 @@ export class Sessions {
     }
   }
 
-  /** A second between tries under a cap, within a back-off budget from the first time it showed: the sessions of other tests end meanwhile. */
+  /** A second between tries under a cap, for as long as a test lasts from the first time it showed: the sessions of other tests end meanwhile. */
   private async pauseAfterCap(reached: CapReached, deadline: { at: number }): Promise<void> {
-    if (deadline.at === Infinity) deadline.at = performance.now() + this.options.settings.backoffBudgetMs;
-    if (performance.now() + 1000 > deadline.at) throw new RunError(`${reached.message}, and no room came within the back-off budget (BACKOFF_BUDGET_MS=${this.options.settings.backoffBudgetMs})`);
+    const { backoffBudgetMs, testTimeoutMs } = this.options.settings;
+    if (deadline.at === Infinity) deadline.at = performance.now() + Math.max(backoffBudgetMs, testTimeoutMs);
+    if (performance.now() + 1000 > deadline.at) throw new RunError(`${reached.message}, and no room came for as long as a test lasts (TEST_TIMEOUT_MS=${testTimeoutMs}, BACKOFF_BUDGET_MS=${backoffBudgetMs})`);
     await sleep(1000, undefined, { signal: this.options.api.signal });
   }
 
