@@ -19,8 +19,8 @@ test('a declared deviation is a known deviation alone; beside another failure or
   assert.equal(outcomeOf({ status: 'failed', errors: [deviation, 'Error: sessionDurationMs 1 must lie ...'], annotations: declared }).outcome, 'fail');
 });
 
-test('errors of the run: RunError, a test past its timeout, a crashed worker, an interrupted run', () => {
-  for (const error of ['RunError: provisioning failed', 'Error: RunError: x', 'Test timeout of 30000ms exceeded.', 'Error: worker process exited unexpectedly (code=null, signal=SIGKILL)']) {
+test('errors of the run: RunError, a test or its teardown past its timeout, a crashed worker, an interrupted run', () => {
+  for (const error of ['RunError: provisioning failed', 'Error: RunError: x', 'Test timeout of 30000ms exceeded.', 'Tearing down "sessions" exceeded the test timeout of 15000ms.', 'Error: worker process exited unexpectedly (code=null, signal=SIGKILL)']) {
     assert.equal(outcomeOf({ status: 'failed', errors: [error], annotations: [] }).outcome, 'error', error);
   }
   assert.equal(outcomeOf({ status: 'interrupted', errors: [], annotations: [] }).outcome, 'error');

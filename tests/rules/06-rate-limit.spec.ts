@@ -52,6 +52,7 @@ test(
     const stops: { session: Session; answer: Answer }[] = [];
     let pending: Promise<unknown> | undefined;
     let burstMs = 0;
+    let lost = 0;
     const bounds = `${settings.burstRequests} requests or ${settings.burstSeconds} s`;
     await test.step(`the ${team.name} sends stops of an unknown job, ${concurrency} at a time${room === undefined ? '' : ` (its window has room for ${room})`}, until its first 429 (at most ${bounds}); once one gets 429, it also stops a live session of its own`, () =>
       // No other request of the run is in flight meanwhile: the burst would widen the intervals they measure.
@@ -75,7 +76,12 @@ test(
             next += 1;
             // The first stop of its own goes right behind the first wave: a limit below the wave throttles it whatever the client's speed.
             if (next === Math.min(concurrency, settings.burstRequests) && !stops.length && !pending) pending = stopNext(candidates[0]);
-            const answer = await api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true });
+            // A stop of no job that failed on its way (a busy machine's connection reset, a timeout under hundreds at once) changes nothing: it is counted, and a few of them end nothing.
+            const answer = await api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true }).catch((error: unknown) => {
+              if (++lost > Math.max(5, next / 20)) throw error;
+              return undefined;
+            });
+            if (!answer) continue;
             answers.push(answer);
             const throttled = stops.some((stop) => stop.answer.status === 429);
             if (answer.status === 429 && !pending && !throttled && stops.length < candidates.length) pending = stopNext(candidates[stops.length]);
@@ -103,7 +109,7 @@ test(
     for (const answer of answers) counts[answer.status] = (counts[answer.status] ?? 0) + 1;
     const peak = peakPerSecond(answers);
     await testInfo.attach('burst answers by status', {
-      body: JSON.stringify({ requests: answers.length, durationMs: burstMs, peakPerSecond: peak, counts, ownerStops: stops.map((stop) => stop.answer.status) }, null, 2),
+      body: JSON.stringify({ requests: answers.length, lostOnTheWay: lost, durationMs: burstMs, peakPerSecond: peak, counts, ownerStops: stops.map((stop) => stop.answer.status) }, null, 2),
       contentType: 'application/json',
     });
     await check('other-answers', () => {

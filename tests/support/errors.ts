@@ -50,7 +50,7 @@ export function firstLine(message: string | undefined): string | undefined {
 /** Whether a result's error is an error of the run: a RunError, a test past its timeout, a crashed worker. */
 export function isRunError(message: string): boolean {
   const line = firstLine(message) ?? '';
-  return /^(Error: )?RunError: /.test(line) || /^Test timeout of \d+ms exceeded/.test(line) || /^Error: worker process exited unexpectedly/.test(line);
+  return /^(Error: )?RunError: /.test(line) || /^Test timeout of \d+ms exceeded/.test(line) || /^Tearing down "[^"]+" exceeded the test timeout of \d+ms/.test(line) || /^Error: worker process exited unexpectedly/.test(line);
 }
 
 /** Whether a result's error is a declared deviation's: its own message begins so, never an answer's text. */
