@@ -19,9 +19,8 @@ export default defineConfig({
   testDir: 'tests/rules',
   outputDir: path.join(settings.reportsDir, 'test-results'),
   fullyParallel: true,
-  // The tests mostly wait on the target: six at once, four of them for the longest (projects below);
-  // eight against a remote target, whose slow answers lengthen every refusal test's holds.
-  workers: settings.embedded ? 6 : 8,
+  // The tests mostly wait on the target: six at once, four of them for the longest (projects below).
+  workers: 6,
   retries: 0,
   timeout: settings.testTimeoutMs,
   globalTimeout: settings.runTimeoutMs,
