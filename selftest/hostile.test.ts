@@ -430,8 +430,6 @@ describe('the command against hostile targets ends in bounded time, says what ha
         const budget = stated ?? Number(settings?.BACKOFF_BUDGET_MS ?? 0) / 1000 + Number(settings?.REQUEST_TIMEOUT_MS ?? 0) / 1000;
         await measured;
         assert.ok(seconds < bound(budget), `the command ended after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s):\n${run.log().slice(-4000)}`);
-        // Before a rate is known the requests that wait take turns, and once one has waited its budget the others give up at once.
-        if (name.startsWith('14.')) assert.match(run.log(), /is not tried again: another request of this run waited the whole back-off budget/, 'the other waiting requests gave up after one try');
         if (left >= 0) assert.equal(running, left, 'sessions left running on the server');
         if (running) assert.match(run.log(), /Could not stop \d+ session\(s\)/, 'a session left running is reported');
         assertNoKey(run);
@@ -462,7 +460,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
       const lines: { at: number; line: string }[] = [];
       const server = await createReferenceServer({ ...onPlan(plan), log: (line) => lines.push({ at: Date.now(), line }) });
       // The production file: these targets are the hosted service, on a plan. The account check waits for the service's late charges.
-      const run = start(server, args, { ...SHORT, KNOWN_DEVIATIONS: path.join(ROOT, PRODUCTION_FILE), ACCOUNT_CHECK: '1', ACCOUNT_SETTLE_MS: '20000', TEST_TIMEOUT_MS: '120000' });
+      // The default request timeout: a plan is no hang, and on a busy runner one answer slower than 2 s would end the run as one.
+      const run = start(server, args, { ...SHORT, REQUEST_TIMEOUT_MS: '30000', KNOWN_DEVIATIONS: path.join(ROOT, PRODUCTION_FILE), ACCOUNT_CHECK: '1', ACCOUNT_SETTLE_MS: '20000', TEST_TIMEOUT_MS: '120000' });
       try {
         const { code } = await run.exited;
         const seconds = run.seconds();
