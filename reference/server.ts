@@ -103,10 +103,10 @@ export interface ReferenceServer {
 /**
  * 180 requests a second per team: the suite's own run seldom meets it (the sequences rule would
  * otherwise spend seconds waiting), and the burst's default BURST_PROOF_RATE still tells it from
- * none. The burst team's plan is 40 a second, so that a burst slowed by a busy machine still goes
- * well past it and a stop sent behind its first wave is throttled.
+ * none. The burst team's plan is 40 per 5 s: a burst slowed by a busy machine still goes well past
+ * it, and a stop sent behind its first wave or after a 429 lands in the window that refused.
  */
-export const DEFAULT_RATE_LIMIT = { limit: 180, windowMs: 1000, burstTeamLimit: 40 };
+export const DEFAULT_RATE_LIMIT = { limit: 180, windowMs: 1000, burstTeam: { limit: 40, windowMs: 5000 } };
 export const MAX_BODY_BYTES = 1_000_000;
 /** Each team's credits for the period: the counter starts there and every charge takes from it. */
 export const PLAN_CREDITS = 100_000;
@@ -126,7 +126,8 @@ export function rateLimitFromEnv(env = process.env): RateLimit {
   if (!Number.isInteger(limit) || limit < 1 || !Number.isInteger(windowMs) || windowMs < 1) {
     throw new Error('REFERENCE_RATE_LIMIT and REFERENCE_RATE_WINDOW_MS must be positive integers');
   }
-  return { limit, windowMs, perTeam: { 'team-burst': Math.min(limit, DEFAULT_RATE_LIMIT.burstTeamLimit) } };
+  const burstTeam = DEFAULT_RATE_LIMIT.burstTeam;
+  return { limit, windowMs, perTeam: { 'team-burst': { limit: Math.min(limit, burstTeam.limit), windowMs: Math.max(windowMs, burstTeam.windowMs) } } };
 }
 
 function referenceBehaviour(self: Behaviour, state: ReferenceState, rateLimit: RateLimit): Behaviour {
