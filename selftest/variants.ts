@@ -113,6 +113,22 @@ const keyMatch = (matches: (token: string, key: string) => boolean): ReferenceOp
     },
   }));
 
+/** A lockout counter: a session's `refusals`-th refused stop by another team ends it, unbilled. */
+const lockoutAt = (refusals: number): ReferenceOptions =>
+  behaviour((base, state) => {
+    const counted = new Map<string, number>();
+    return {
+      stop: (team, jobId) => {
+        const reply = base.stop(team, jobId);
+        if (reply.status === 403) {
+          counted.set(jobId, (counted.get(jobId) ?? 0) + 1);
+          if (counted.get(jobId) === refusals) state.sessions.delete(jobId);
+        }
+        return reply;
+      },
+    };
+  });
+
 /**
  * Identity bound to a kept-alive connection instead of each request: `first` keeps the first team
  * authenticated on it for every later request; `keyless` lends the last valid key's team to a later
@@ -227,21 +243,10 @@ export const faultyVariants: Variant[] = [
   {
     name: 'second-foreign-refusal-ends-session',
     breaks: 'foreign-team',
-    description: "counts a session's refused stops by another team (a lockout counter) and at the second ends the session without billing it (the refusal is sent twice, the second time on a connection the owner's request used)",
-    options: behaviour((base, state) => {
-      const refusals = new Map<string, number>();
-      return {
-        stop: (team, jobId) => {
-          const reply = base.stop(team, jobId);
-          if (reply.status === 403) {
-            refusals.set(jobId, (refusals.get(jobId) ?? 0) + 1);
-            if (refusals.get(jobId) === 2) state.sessions.delete(jobId);
-          }
-          return reply;
-        },
-      };
-    }),
+    description: "counts a session's refused stops by another team (a lockout counter) and at the second ends the session without billing it (the second refusal comes on a connection the owner's request used)",
+    options: lockoutAt(2),
   },
+  { name: 'third-foreign-refusal-ends-session', breaks: 'foreign-team', description: "counts a session's refused stops by another team and at the third ends the session without billing it", options: lockoutAt(3) },
   // Rule 4: unknown job
   { name: 'unknown-job-200', breaks: 'unknown-job', description: 'answers 200 when there is no session', options: stopReply((r) => (r.status === 404 ? { status: 200, body: { success: true } } : r)) },
   { name: 'unknown-job-400', breaks: 'unknown-job', description: 'answers 400 when there is no session', options: stopReply((r) => (r.status === 404 ? { ...r, status: 400 } : r)) },

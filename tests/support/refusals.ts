@@ -109,8 +109,9 @@ interface RefusalContext {
  * Hold, refuse, hold, and have the owner stop: the refusal must be refused (`refused` check, by
  * `expectRefused`) and change nothing (`survives` check: 200 and the whole session's duration).
  * Identities belong to requests, not connections: the refuser asks on a kept-alive connection of
- * its own, and again on one that has just carried the owner's valid request (a stop of an unknown
- * job); the owner's stop then goes on the refuser's connection. With `interactAfter`, the owner
+ * its own, again on one that has just carried the owner's valid request (a stop of an unknown
+ * job), and a third time on its own (a lockout counter that acts at the third refusal is a common
+ * guard); the owner's stop then goes on the refuser's connection. With `interactAfter`, the owner
  * also uses the session after the refusal, as clients do.
  */
 export async function refuseThenOwnerStops(context: RefusalContext, refuser: Identity, expectRefused: (answer: Answer) => void, { interactAfter = false } = {}): Promise<void> {
@@ -131,9 +132,13 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
         return answer;
       });
   if (again && !again.reusedConnection) test.info().annotations.push({ type: 'note', description: "the target closed the connection after the owner's request: the refusal could not share it" });
+  const third = takenAsOwner
+    ? undefined
+    : await test.step(`${refuser.name} asks a third time, on its own connection`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser, connection: refusersConnection }));
   await check('refused', () => {
     expectRefused(refusal);
     if (again) expectRefused(again);
+    if (third) expectRefused(third);
   });
   if (interactAfter) {
     const used = await test.step('the owner interacts with the session', () => sessions.interact(session));
