@@ -3,6 +3,7 @@ import { defineConfig } from '@playwright/test';
 import { loadSettingsOrExit } from './tests/support/settings';
 import { filesOf, RULE_IDS } from './tests/support/rules';
 import { burstHasOwnTeam, registerKeys } from './tests/support/target';
+import { channel } from './tests/support/run-folder';
 import type { SummaryOptions } from './tests/support/summary-reporter';
 import { version } from './package.json';
 
@@ -17,7 +18,8 @@ const target = settings.embedded ? 'embedded reference' : settings.baseURL!;
 
 export default defineConfig({
   testDir: 'tests/rules',
-  outputDir: path.join(settings.reportsDir, 'test-results'),
+  // Playwright's output folder holds nothing (traces, screenshots and videos are off): it lives in the run's working folder.
+  outputDir: channel(settings.reportsDir, 'test-results'),
   fullyParallel: true,
   // The tests mostly wait on the target: six at once, four of them for the longest (projects below).
   workers: 6,

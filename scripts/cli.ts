@@ -14,7 +14,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { hangFile } from '../tests/support/client';
 import { Ledger, ledgerFile } from '../tests/support/ledger';
-import { COMMAND_PIPE_VARIABLE, endingFile, reportsFolderInUse } from '../tests/support/global-setup';
+import { COMMAND_PIPE_VARIABLE, endingFile } from '../tests/support/global-setup';
+import { channel, reportsFolderInUse } from '../tests/support/run-folder';
 import { RULE_IDS, RULES, type RuleId } from '../tests/support/rules';
 import { stopOpenSessions } from '../tests/support/sessions';
 import { ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TABLE, type Settings } from '../tests/support/settings';
@@ -347,7 +348,7 @@ async function cleanup(): Promise<number> {
   const busy = reportsFolderInUse(settings.reportsDir);
   if (busy) return configurationError(`${busy} Its sessions are still its own: run the cleanup once it has ended.`);
   // A fresh back-off budget: what the run learnt of the target's limiter may no longer hold.
-  rmSync(path.join(settings.reportsDir, '.backoff'), { recursive: true, force: true });
+  rmSync(channel(settings.reportsDir, 'backoff'), { recursive: true, force: true });
   // The run's own ledger, and those of its shards (--shards).
   const shards = shardFolders(settings.reportsDir);
   const running = shards.map(reportsFolderInUse).find(Boolean);

@@ -6,7 +6,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -15,6 +15,7 @@ import { chromium } from 'playwright-core';
 import { createReferenceServer, type Behaviour, type ReferenceOptions, type ReferenceState } from '../reference/server';
 import { RULES, RULE_IDS, TEST_IDS } from '../tests/support/rules';
 import type { Summary } from '../tests/support/verdict';
+import { channel, runFolder } from '../tests/support/run-folder';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
 import { filesContaining, SECRETS } from './secrets';
 import { capsSessions, correctVariants, faultyVariants, orderFaults } from './variants';
@@ -343,7 +344,8 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     ];
     // A folder another live run writes to (this process stands for it).
     const busy = tempDir('busy-reports-');
-    writeFileSync(path.join(busy, '.run.lock'), String(process.pid));
+    mkdirSync(runFolder(busy), { recursive: true });
+    writeFileSync(channel(busy, 'lock'), String(process.pid));
     cases.push([{ REPORTS_DIR: busy }, [/Another run \(process \d+\) is writing to/]]);
     const runs = cases.flatMap(([env, messages, args], index) => {
       const commands: [string, string[]][] = [[process.execPath, [BIN, ...(args ?? [])]]];

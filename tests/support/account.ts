@@ -14,6 +14,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from './client';
 import { RunError } from './errors';
+import { channel } from './run-folder';
 import type { Spending } from './ledger';
 import type { Settings } from './settings';
 import type { Identity } from './target';
@@ -35,7 +36,7 @@ export async function readCredits(api: Client, as: Identity): Promise<{ remainin
 }
 
 const openingFile = (settings: Pick<Settings, 'reportsDir'>, baseURL: string) =>
-  path.join(settings.reportsDir, '.account', `${createHash('sha1').update(baseURL).digest('hex').slice(0, 12)}.json`);
+  path.join(channel(settings.reportsDir, 'account'), `${createHash('sha1').update(baseURL).digest('hex').slice(0, 12)}.json`);
 
 const opened = new Map<string, Promise<Opening>>();
 

@@ -8,9 +8,10 @@
  * are ignored.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { alive, channel } from './run-folder';
 
 let taken = 0;
 const EXHAUSTED = 'exhausted';
@@ -20,7 +21,7 @@ export class BackoffQueue {
   private ticket?: string;
 
   constructor(reportsDir: string, baseURL: string, team: string) {
-    this.dir = path.join(reportsDir, '.backoff', createHash('sha1').update(`${baseURL}\n${team}`).digest('hex').slice(0, 12));
+    this.dir = path.join(channel(reportsDir, 'backoff'), createHash('sha1').update(`${baseURL}\n${team}`).digest('hex').slice(0, 12));
   }
 
   /** Takes a ticket, once: from now on this request waits its turn like the others. */
@@ -73,19 +74,5 @@ export class BackoffQueue {
       return undefined;
     }
     return names.find((name) => name !== EXHAUSTED && (name === this.ticket || alive(Number(name.split('-')[1]))));
-  }
-}
-
-/** Whether a process runs: a zombie (killed, not yet reaped) does not. */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true; // no /proc: take the signal's word
   }
 }

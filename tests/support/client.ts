@@ -18,7 +18,6 @@ import { existsSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import zlib from 'node:zlib';
@@ -32,6 +31,7 @@ import { Ledger, ledgerFile } from './ledger';
 import { settlementOf } from './settlements';
 import { redact, redactAuthorization, redactHeaders } from './redact';
 import { RunError } from './errors';
+import { channel } from './run-folder';
 import type { Settings } from './settings';
 import type { Identities, Identity, Target } from './target';
 
@@ -414,7 +414,7 @@ function judge(schedule: Schedule, at: number, answer: Answer, request: SendOpti
 const TIMED_OUT = /no complete answer within \d+ ms/;
 
 /** A request the target never answered in full (or a target that refuses connections): the first sign of a hang, for the command to end the run on (cli.ts). */
-export const hangFile = (reportsDir: string) => path.join(reportsDir, '.hang');
+export const hangFile = (reportsDir: string) => channel(reportsDir, 'hang');
 
 function markHang(reportsDir: string, message: string): void {
   try {

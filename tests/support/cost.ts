@@ -8,6 +8,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { channel } from './run-folder';
 export interface TeamSpend {
   limited: number;
   throttled: number;
@@ -59,7 +60,7 @@ export function countCredits(credits: unknown): void {
   if (typeof credits === 'number' && Number.isFinite(credits)) pending.credits += credits;
 }
 
-const costDir = (reportsDir: string) => path.join(reportsDir, '.cost');
+const costDir = (reportsDir: string) => channel(reportsDir, 'cost');
 
 /**
  * What the run has learnt of a team's rate limit so far, from every process's tally and this one's:

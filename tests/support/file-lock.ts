@@ -5,7 +5,7 @@
  */
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { alive } from './backoff-queue';
+import { alive } from './run-folder';
 
 export function locked<T>(dir: string, body: () => T): T {
   mkdirSync(dir, { recursive: true });

@@ -4,10 +4,9 @@
  * started it is gone, the run winds down. After the run: every session the ledger holds open is
  * stopped, and one that cannot be is an error of the run.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { alive } from './backoff-queue';
+import { channel, reportsFolderInUse, takeReportsFolder } from './run-folder';
 import { exchange } from './client';
 import { Ledger, ledgerFile } from './ledger';
 import { RunError } from './errors';
@@ -55,38 +54,17 @@ function windDownWithoutCommand(): () => void {
   };
 }
 
-/**
- * Takes the reports folder for this run: a second run writing there at the same time would take
- * the first one's sessions in the ledger for leftovers and stop them. Returns the release.
- */
-function takeReportsFolder(reportsDir: string, exit: (message: string) => never): () => void {
-  const busy = reportsFolderInUse(reportsDir);
-  if (busy) exit(busy);
-  mkdirSync(reportsDir, { recursive: true });
-  const lock = path.join(reportsDir, LOCK);
-  writeFileSync(lock, String(process.pid));
-  // What the workers of an earlier, killed run told each other: its process ids may be in use again.
-  for (const shared of ['.backoff', '.quiet', '.sessions', '.limits', '.cost', '.account']) rmSync(path.join(reportsDir, shared), { recursive: true, force: true });
-  return () => rmSync(lock, { force: true });
-}
-
-const LOCK = '.run.lock';
-
-/** Why another run's reports folder cannot be used now, or undefined when it can. */
-export function reportsFolderInUse(reportsDir: string): string | undefined {
-  const lock = path.join(reportsDir, LOCK);
-  const holder = existsSync(lock) ? Number(readFileSync(lock, 'utf8')) : undefined;
-  if (!holder || holder === process.pid || !alive(holder)) return undefined;
-  return `Another run (process ${holder}) is writing to ${reportsDir}. Give each run its own folder (REPORTS_DIR or --reports).`;
-}
-
 export default async function globalSetup() {
   const settings = loadSettingsOrExit();
   const exit = (message: string): never => {
     console.error(message);
     process.exit(2);
   };
-  const release = takeReportsFolder(settings.reportsDir, exit);
+  // A second run writing to the same folder would take the first one's sessions in the ledger for leftovers and stop them.
+  const busy = reportsFolderInUse(settings.reportsDir);
+  if (busy) exit(busy);
+  mkdirSync(settings.reportsDir, { recursive: true });
+  const release = takeReportsFolder(settings.reportsDir);
   const endWatch = windDownWithoutCommand();
   if (!settings.embedded) {
     const unreachable = await checkReachable(settings.baseURL!, settings);
@@ -119,4 +97,4 @@ export default async function globalSetup() {
 }
 
 /** Written when the global teardown begins. */
-export const endingFile = (reportsDir: string) => path.join(reportsDir, '.ending');
+export const endingFile = (reportsDir: string) => channel(reportsDir, 'ending');

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { alive } from './backoff-queue';
+import { alive, channel, writeMaking } from './run-folder';
 
 const inFlight = new Map<string, number>();
 const POLL_MS = 5;
@@ -21,7 +21,7 @@ export class QuietSpell {
   private readonly dir: string;
 
   constructor(reportsDir: string, baseURL: string) {
-    this.dir = path.join(reportsDir, '.quiet', createHash('sha1').update(baseURL).digest('hex').slice(0, 12));
+    this.dir = path.join(channel(reportsDir, 'quiet'), createHash('sha1').update(baseURL).digest('hex').slice(0, 12));
   }
 
   /** Before a request: waits while another process's flag is up (until `deadline`), then marks this process as sending. */
@@ -97,15 +97,5 @@ export class QuietSpell {
       return [];
     }
     return names.filter((name) => name.startsWith(`${kind}-`) && !name.endsWith('.next')).map((name) => Number(name.slice(kind.length + 1))).filter((pid) => pid !== process.pid && alive(pid));
-  }
-}
-
-/** Writes an empty file, making its folder the first time: a request's marks are its hottest file operations. */
-export function writeMaking(file: string): void {
-  try {
-    writeFileSync(file, '');
-  } catch {
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, '');
   }
 }

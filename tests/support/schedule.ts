@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { alive } from './backoff-queue';
+import { alive, channel } from './run-folder';
 import { locked } from './file-lock';
 import type { Refusal } from './limits';
 
@@ -68,7 +68,7 @@ export function scheduleFor(reportsDir: string, baseURL: string, team: string, l
   return schedule;
 }
 
-export const limitsDir = (reportsDir: string) => path.join(reportsDir, '.limits');
+export const limitsDir = (reportsDir: string) => channel(reportsDir, 'limits');
 
 /** The rates the run learnt or was told, per team and limiter: for the summary and the progress line. */
 export function learntRates(reportsDir: string): { team: string; limiter: Limiter; rate: Rate }[] {

@@ -13,9 +13,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { alive } from './backoff-queue';
 import { locked } from './file-lock';
-import { writeMaking } from './quiet-spell';
+import { alive, channel, writeMaking } from './run-folder';
 import { RunError } from './errors';
 
 let taken = 0;
@@ -39,7 +38,7 @@ export class SessionSlots {
   private readonly held: string[] = [];
 
   constructor(reportsDir: string, baseURL: string, private readonly team: string, private readonly statedCap?: number) {
-    this.dir = path.join(reportsDir, '.sessions', createHash('sha1').update(`${baseURL}\n${team}`).digest('hex').slice(0, 12));
+    this.dir = path.join(channel(reportsDir, 'sessions'), createHash('sha1').update(`${baseURL}\n${team}`).digest('hex').slice(0, 12));
   }
 
   /** The cap on live sessions as the run knows it: stated, learnt, or undefined (none met yet). */

@@ -9,6 +9,7 @@ import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestError, Test
 import { redact } from './redact';
 import { costOf, readSpend } from './cost';
 import { learntCaps } from './session-slots';
+import { channel } from './run-folder';
 import { describeRate, learntRates, type Limiter, type Rate } from './schedule';
 import { ruleOf, testIdOf, type TestId } from './rules';
 import { firstLine } from './errors';
@@ -101,7 +102,7 @@ export default class SummaryReporter implements Reporter {
   /** The cap on live sessions stated up front, or the lowest the run learnt, and from which team. */
   private sessionCap(): Summary['sessionCap'] {
     if (this.options.sessionCap !== undefined) return { cap: this.options.sessionCap, how: 'stated: SESSION_CAP' };
-    const [lowest, ...others] = learntCaps(path.join(this.options.reportsDir, '.sessions')).sort((a, b) => a.cap - b.cap);
+    const [lowest, ...others] = learntCaps(channel(this.options.reportsDir, 'sessions')).sort((a, b) => a.cap - b.cap);
     const teams = [lowest, ...others].filter(Boolean).map((learnt) => learnt.team);
     return lowest && { cap: lowest.cap, how: `learnt from refused interacts of the ${teams.join(' and ')} team${teams.length > 1 ? 's' : ''}` };
   }
