@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import { hangFile } from '../tests/support/client';
 import { Ledger, ledgerFile } from '../tests/support/ledger';
 import { COMMAND_PIPE_VARIABLE, endingFile } from '../tests/support/global-setup';
-import { channel, reportsFolderInUse } from '../tests/support/run-folder';
+import { channel, removeRunFolder, reportsFolderInUse } from '../tests/support/run-folder';
 import { RULE_IDS, RULES, type RuleId } from '../tests/support/rules';
 import { stopOpenSessions } from '../tests/support/sessions';
 import { ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TABLE, type Settings } from '../tests/support/settings';
@@ -116,6 +116,7 @@ async function run(argv: string[]): Promise<number> {
   const signalled = await runPlaywright(playwrightArguments(values, positionals), settings);
   const ended = Date.now();
   const code = await finish(settings, signalled, !values['no-allure']);
+  removeRunFolder(settings.reportsDir);
   console.log(phases(settings.reportsDir, ended));
   return code;
 }

@@ -52,6 +52,11 @@ export function takeReportsFolder(reportsDir: string): () => void {
   return () => rmSync(lock, { force: true });
 }
 
+/** Removes the working folder once its run has ended, unless another live run holds it. */
+export function removeRunFolder(reportsDir: string): void {
+  if (!reportsFolderInUse(reportsDir)) rmSync(runFolder(reportsDir), { recursive: true, force: true });
+}
+
 /** Whether a process runs: a zombie (killed, not yet reaped) does not. */
 export function alive(pid: number): boolean {
   try {
