@@ -29,8 +29,8 @@ export default defineConfig({
   forbidOnly: !!process.env.CI,
   // The embedded reference's setup comes first, so that its leak check runs after the suite's cleanup.
   globalSetup: [...(settings.embedded ? ['./reference/embedded.ts'] : []), './tests/support/global-setup.ts'],
+  // The summary reporter writes the console: a line per test with its id and outcome, then the verdict.
   reporter: [
-    ['list'],
     [
       'allure-playwright',
       {

@@ -103,10 +103,10 @@ export interface ReferenceServer {
 /**
  * 180 requests a second per team: the suite's own run seldom meets it (the sequences rule would
  * otherwise spend seconds waiting), and the burst's default BURST_PROOF_RATE still tells it from
- * none. The burst team's plan is 40 per 5 s: a burst slowed by a busy machine still goes well past
+ * none. The burst team's plan is 40 per 4 s: a burst slowed by a busy machine still goes well past
  * it, and a stop sent behind its first wave or after a 429 lands in the window that refused.
  */
-export const DEFAULT_RATE_LIMIT = { limit: 180, windowMs: 1000, burstTeam: { limit: 40, windowMs: 5000 } };
+export const DEFAULT_RATE_LIMIT = { limit: 180, windowMs: 1000, burstTeam: { limit: 40, windowMs: 4000 } };
 export const MAX_BODY_BYTES = 1_000_000;
 /** Each team's credits for the period: the counter starts there and every charge takes from it. */
 export const PLAN_CREDITS = 100_000;

@@ -1,7 +1,9 @@
 /**
- * Writes the verdict of a run: `conformance-summary.json` (every test of the catalogue with its
- * outcome), `junit.xml` (one test case per test, its class name the rule, its rule id, test id,
- * level and outcome as properties) and the console summary.
+ * The console of a run and its verdict: one line per test as it ends (the verdict's outcome, the
+ * test id, and for anything but a pass the first line of why), what tests print as they print it,
+ * then `conformance-summary.json` (every test of the catalogue with its outcome), `junit.xml` (one
+ * test case per test, its class name the rule, its rule id, test id, level and outcome as
+ * properties) and the console summary.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -42,7 +44,15 @@ export default class SummaryReporter implements Reporter {
   constructor(private readonly options: SummaryOptions) {}
 
   printsToStdio() {
-    return false;
+    return true;
+  }
+
+  onStdOut(chunk: string | Buffer) {
+    process.stdout.write(chunk);
+  }
+
+  onStdErr(chunk: string | Buffer) {
+    process.stderr.write(chunk);
   }
 
   onBegin(config: FullConfig, suite: Suite) {
@@ -69,6 +79,8 @@ export default class SummaryReporter implements Reporter {
     });
     this.records.set(id, { ...this.records.get(id)!, outcome, note: note && redact(note) });
     this.durations.set(id, result.duration);
+    const why = outcome === 'pass' ? undefined : firstLine(note && redact(note));
+    console.log(`  ${outcome.toUpperCase().padEnd(16)} ${id} (${result.duration} ms)${why ? `\n      ${why}` : ''}`);
     this.done += 1;
     this.progress();
   }
