@@ -1,4 +1,4 @@
-// Allure Report 3 configuration, used by scripts/allure-report.ts (allure generate --config allurerc.mjs).
+// Allure Report 3 configuration, used by src/report/allure-report.ts (allure generate --config allurerc.mjs).
 import { defineConfig } from 'allure';
 
 export default defineConfig({

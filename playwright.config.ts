@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { defineConfig } from '@playwright/test';
-import { loadSettingsOrExit } from './tests/support/settings';
-import { filesOf, RULE_IDS } from './tests/support/rules';
-import { burstHasOwnTeam, registerKeys } from './tests/support/target';
-import { channel } from './tests/support/run-folder';
-import type { SummaryOptions } from './tests/support/summary-reporter';
+import { loadSettingsOrExit } from './src/config/settings';
+import { filesOf, RULE_IDS } from './src/config/rules';
+import { burstHasOwnTeam, registerKeys } from './src/domain/target';
+import { channel } from './src/coordination/run-folder';
+import type { SummaryOptions } from './src/playwright/summary-reporter';
 import { version } from './package.json';
 
 const settings = loadSettingsOrExit();
@@ -28,7 +28,7 @@ export default defineConfig({
   globalTimeout: settings.runTimeoutMs,
   forbidOnly: !!process.env.CI,
   // The embedded reference's setup comes first, so that its leak check runs after the suite's cleanup.
-  globalSetup: [...(settings.embedded ? ['./reference/embedded.ts'] : []), './tests/support/global-setup.ts'],
+  globalSetup: [...(settings.embedded ? ['./reference/embedded.ts'] : []), './src/playwright/global-setup.ts'],
   // The summary reporter writes the console: a line per test with its id and outcome, then the verdict.
   reporter: [
     [
@@ -48,9 +48,9 @@ export default defineConfig({
         },
       },
     ],
-    ['./tests/support/summary-reporter.ts', { reportsDir: settings.reportsDir, target, embedded: settings.embedded, strict: settings.strict, sessionCap: settings.sessionCap, rateLimit: settings.rateLimit } satisfies SummaryOptions],
+    ['./src/playwright/summary-reporter.ts', { reportsDir: settings.reportsDir, target, embedded: settings.embedded, strict: settings.strict, sessionCap: settings.sessionCap, rateLimit: settings.rateLimit } satisfies SummaryOptions],
   ],
-  // The tests have no browser fixture (tests/support/fixtures.ts), so nothing is traced; these stay off
+  // The tests have no browser fixture (src/playwright/fixtures.ts), so nothing is traced; these stay off
   // all the same, should one be added: Playwright records request headers verbatim.
   use: { trace: 'off', screenshot: 'off', video: 'off' },
   // Playwright starts tests in the order of their projects, then of their files: the longest

@@ -15,7 +15,7 @@ import { createReferenceServer } from '../reference/server';
 import { variants } from '../selftest/variants';
 import { runCommand, ROOT } from '../selftest/matrix';
 import { SECRETS } from '../selftest/secrets';
-import type { Summary } from '../tests/support/verdict';
+import type { Summary } from '../src/report/verdict';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, parallel: { type: 'string', default: '2' }, baseline: { type: 'string' }, only: { type: 'string' } } });
 const CLASSES = ['keyless-rides-connection', 'connection-keeps-first-team', 'billing-started-minute-after-first', 'refused-interact-opens-session', 'third-foreign-refusal-ends-session'];

@@ -23,7 +23,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { createReferenceServer, loadTeams } from '../reference/server';
-import { readSettings } from '../tests/support/settings';
+import { readSettings } from '../src/config/settings';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand, runMatrix } from '../selftest/matrix';
 import { capsSessions, durationOffBy, orderFaults, rarerOrderFaults, type Variant } from '../selftest/variants';
 import { renderPerformance } from './performance';

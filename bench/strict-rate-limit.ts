@@ -20,7 +20,7 @@ import { createReferenceServer, loadTeams } from '../reference/server';
 import { isolatedEnv, ROOT, runCommand } from '../selftest/matrix';
 import { capsSessions, faultyVariants } from '../selftest/variants';
 import { FREE_PLAN, onPlan } from '../selftest/production';
-import type { Summary } from '../tests/support/verdict';
+import type { Summary } from '../src/report/verdict';
 import { renderPerformance } from './performance';
 
 const option = (name: string) => process.argv.includes(name);

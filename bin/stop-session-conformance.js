@@ -15,4 +15,4 @@ if (__dirname.split(path.sep).includes('node_modules')) {
 }
 
 // ESM hooks too, for the CLI's dynamic import() of the reference server.
-import('tsx/esm').then(() => require('../scripts/cli.ts'));
+import('tsx/esm').then(() => require('../src/cli.ts'));

@@ -7,7 +7,7 @@
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
-import { EMBEDDED_URL_VARIABLE } from '../tests/support/settings';
+import { EMBEDDED_URL_VARIABLE } from '../src/config/settings';
 import { createReferenceServer } from './server';
 
 type Message = { url: string } | { left: number };

@@ -13,9 +13,11 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createClient, exchange, retryDelayMs, type Client } from '../tests/support/client';
-import { Ledger } from '../tests/support/ledger';
-import { registerSecret } from '../tests/support/redact';
+import { createClient, type Client } from '../src/domain/client';
+import { exchange } from '../src/http/exchange';
+import { retryDelayMs } from '../src/http/limits';
+import { Ledger } from '../src/domain/ledger';
+import { registerSecret } from '../src/http/redact';
 
 async function serve(handler: http.RequestListener): Promise<{ url: string; close: () => void }> {
   const server = http.createServer(handler);
@@ -223,7 +225,7 @@ test('a request waiting after 429 goes before fresh ones from other clients of t
 /** A process that holds the quiet spell of `url` in `reportsDir`: it prints "ready"; on a line in, it prints "asking", takes the spell, prints "holding", holds it for `holdMs`, then prints how long it waited for others' requests to drain. */
 function spellHolder(reportsDir: string, url: string, holdMs: number) {
   const script = `
-    const { QuietSpell } = require(${JSON.stringify(path.join(__dirname, '..', 'tests', 'support', 'quiet-spell.ts'))});
+    const { QuietSpell } = require(${JSON.stringify(path.join(__dirname, '..', 'src', 'coordination', 'quiet-spell.ts'))});
     const spell = new QuietSpell(${JSON.stringify(reportsDir)}, ${JSON.stringify(url)});
     process.stdout.write('ready\\n');
     process.stdin.once('data', async () => {

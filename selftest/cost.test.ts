@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { addSpend, costOf, describeCost, mergeCosts, type Spend } from '../tests/support/cost';
+import { addSpend, costOf, describeCost, mergeCosts, type Spend } from '../src/coordination/cost';
 
 const at = (seconds: number) => 1_700_000_000_000 + seconds * 1000;
 

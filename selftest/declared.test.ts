@@ -6,9 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { chargeUnder, expectCreditsFor } from '../tests/support/billing';
-import { readKnownDeviations } from '../tests/support/deviations';
-import { DeclaredBehaviour } from '../tests/support/errors';
+import { chargeUnder, expectCreditsFor } from '../src/domain/billing';
+import { readKnownDeviations } from '../src/config/deviations';
+import { DeclaredBehaviour } from '../src/config/errors';
 import { ROOT } from './matrix';
 
 const production = readKnownDeviations(path.join(ROOT, 'fixtures', 'known-deviations', 'firecrawl-production.json')).billing!;
@@ -50,7 +50,7 @@ test('without a declaration, a prorated charge passes and a whole-credit one fai
 });
 
 test('a declared ignored scheme word: accepted as the owner is the declared behaviour; refused, the declaration is stale; undeclared, it must be refused', async () => {
-  const { expectSchemeRefusal } = await import('../tests/support/refusals');
+  const { expectSchemeRefusal } = await import('../src/domain/refusals');
   const { authentication } = readKnownDeviations(path.join(ROOT, 'fixtures', 'known-deviations', 'firecrawl-production.json'));
   const answer = (status: number, body: object) => ({ method: 'DELETE', path: '/v2/scrape/x/interact', status, headers: {}, text: JSON.stringify(body), body, sentAt: 0, receivedAt: 1, attempts: 1 });
   const outcomeOf = (run: () => void) => {

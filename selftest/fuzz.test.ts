@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { createReferenceServer, loadTeams } from '../reference/server';
-import { schemaErrors } from '../tests/support/schemas';
+import { schemaErrors } from '../src/checks/schemas';
 
 const REQUESTS = 5_000;
 const CONCURRENCY = 32;

@@ -19,7 +19,7 @@ import zlib from 'node:zlib';
 import { createReferenceServer, type Reply, type ReferenceOptions, type ReferenceServer } from '../reference/server';
 import { isolatedEnv, ROOT, runCommand } from './matrix';
 import { FREE_PLAN, onPlan, PRODUCTION_FILE, type Plan } from './production';
-import type { Summary } from '../tests/support/verdict';
+import type { Summary } from '../src/report/verdict';
 import { filesContaining, SECRETS } from './secrets';
 
 const BIN = path.join(ROOT, 'bin', 'stop-session-conformance.js');

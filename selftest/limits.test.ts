@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { readRefusal } from '../tests/support/limits';
-import { parseRate, scheduleFor } from '../tests/support/schedule';
+import { readRefusal } from '../src/http/limits';
+import { scheduleFor } from '../src/coordination/schedule';
+import { parseRate } from '../src/config/rates';
 
 const FIRECRAWL_RATE =
   'Rate limit exceeded. Consumed (req/min): 11, Remaining (req/min): 0. Upgrade your plan at https://firecrawl.dev/pricing for increased rate limits or please retry after 13s, resets at Tue Sep 22 2026 10:21:38 GMT+0000';

@@ -1,7 +1,7 @@
 /**
  * Runs the conformance suite against a set of reference variants and says, per variant, whether
  * the suite judged it as it should: a faulty variant caught by the rule named for it, a correct
- * one passed. Outcomes are read through the suite's own verdict logic (tests/support/verdict.ts),
+ * one passed. Outcomes are read through the suite's own verdict logic (src/report/verdict.ts),
  * so an error of the run is never mistaken for a catch.
  */
 import { spawn } from 'node:child_process';
@@ -10,8 +10,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, type ReferenceServer } from '../reference/server';
 import type { Variant } from './variants';
-import { entryOf, filesOf, RULES, TEST_IDS, testIdOf, ruleOf, type RuleId, type TestId } from '../tests/support/rules';
-import { outcomeOf, type Outcome } from '../tests/support/verdict';
+import { entryOf, filesOf, RULES, TEST_IDS, testIdOf, ruleOf, type RuleId, type TestId } from '../src/config/rules';
+import { outcomeOf, type Outcome } from '../src/report/verdict';
 
 export interface TestOutcome {
   id: TestId;
@@ -46,7 +46,7 @@ export interface MatrixRun {
 export const ROOT = path.join(__dirname, '..');
 export const PLAYWRIGHT = path.join(ROOT, 'node_modules', '.bin', 'playwright');
 /** What the command preloads into Playwright's processes; the matrix runs Playwright itself, and does too. */
-const CODE_CACHE = path.join(ROOT, 'scripts', 'code-cache.cjs');
+const CODE_CACHE = path.join(ROOT, 'src', 'code-cache.cjs');
 
 /** Environment for a suite run that must not pick up a developer's .env, target or settings. */
 export function isolatedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
@@ -195,7 +195,7 @@ function writeSpecs(output: string, index: number, variant: string, rules: RuleI
       file,
       [
         `// Rules ${chosen.join(', ')} against variant ${variant} (written by selftest/matrix.ts).`,
-        `const { test } = require(${JSON.stringify(path.join(ROOT, 'tests', 'support', 'fixtures.ts'))});`,
+        `const { test } = require(${JSON.stringify(path.join(ROOT, 'src', 'playwright', 'fixtures.ts'))});`,
         // A worker option: a variant with its own known-deviations file gets workers of its own.
         ...(knownDeviationsFile ? [`test.use({ knownDeviationsFile: ${JSON.stringify(knownDeviationsFile)} });`] : []),
         `test.describe(${JSON.stringify(variant)}, () => {`,

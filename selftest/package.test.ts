@@ -11,10 +11,10 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { RULE_IDS, TEST_IDS, entryOf } from '../tests/support/rules';
-import { SETTINGS_TABLE } from '../tests/support/settings';
-import type { Summary } from '../tests/support/verdict';
-import { githubSummary } from '../scripts/github-summary';
+import { RULE_IDS, TEST_IDS, entryOf } from '../src/config/rules';
+import { SETTINGS_TABLE } from '../src/config/settings';
+import type { Summary } from '../src/report/verdict';
+import { githubSummary } from '../src/report/github-summary';
 import { isolatedEnv, ROOT, runCommand } from './matrix';
 import { filesContaining, SECRETS } from './secrets';
 

@@ -10,8 +10,8 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
-import { entryOf, RULES, ruleOf, testIdOf, TEST_IDS, type TestId, filesOf } from '../tests/support/rules';
-import { readKnownDeviations } from '../tests/support/deviations';
+import { entryOf, RULES, ruleOf, testIdOf, TEST_IDS, type TestId, filesOf } from '../src/config/rules';
+import { readKnownDeviations } from '../src/config/deviations';
 
 async function listTests() {
   const { code, log } = await runCommand(PLAYWRIGHT, ['test', '--list', '--reporter=json'], isolatedEnv({}));
@@ -49,20 +49,20 @@ test('every shipped known-deviations file names existing tests and checks, each 
 });
 
 test('the layout holds: no import cycle, the suite never imports the reference, no spec reads the environment', async () => {
-  const { code, log } = await runCommand(path.join(ROOT, 'node_modules', '.bin', 'depcruise'), ['--config', '.dependency-cruiser.cjs', 'tests', 'scripts', 'reference', 'selftest', 'bench', 'playwright.config.ts'], isolatedEnv({}));
+  const { code, log } = await runCommand(path.join(ROOT, 'node_modules', '.bin', 'depcruise'), ['--config', '.dependency-cruiser.cjs', 'src', 'tests', 'reference', 'selftest', 'bench', 'playwright.config.ts'], isolatedEnv({}));
   assert.equal(code, 0, log);
   const specs = readdirSync(path.join(ROOT, 'tests', 'rules'));
   for (const spec of specs) assert.doesNotMatch(readFileSync(path.join(ROOT, 'tests', 'rules', spec), 'utf8'), /process\.env/, `${spec} reads process.env`);
 });
 
-test("the suite's test is Playwright's without browser fixtures (tests/support/fixtures.ts falls back to the full one)", async () => {
+test("the suite's test is Playwright's without browser fixtures (src/playwright/fixtures.ts falls back to the full one)", async () => {
   const playwright = await import('@playwright/test');
   assert.equal(typeof (playwright as { _baseTest?: unknown })._baseTest, 'function', 'this Playwright has no _baseTest: each test pays for browser fixtures again');
 });
 
 test("Playwright's bundles load from the code cache the command preloads: the first process writes it, the next reads all of it", async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'code-cache-'));
-  const preload = path.join(ROOT, 'scripts', 'code-cache.cjs');
+  const preload = path.join(ROOT, 'src', 'code-cache.cjs');
   // Playwright's test API and its runner's entry, as a worker loads them; then what the cache did.
   const script = "const { test } = require('@playwright/test'); require('playwright/lib/program'); if (typeof test !== 'function') process.exit(3); process.on('exit', () => console.log(JSON.stringify(globalThis[Symbol.for('stop-session-conformance.code-cache')])));";
   const load = async () => {
@@ -79,9 +79,9 @@ test("Playwright's bundles load from the code cache the command preloads: the fi
   assert.deepEqual([second.hits, second.misses], [first.misses, 0], 'the second process compiled none of them');
 });
 
-// tests/support/expect.ts: plain comparisons first, Playwright's expect where one fails.
+// src/checks/expect.ts: plain comparisons first, Playwright's expect where one fails.
 test('checks run quickly agree with Playwright\'s expect: what passes, what fails, and the message', async () => {
-  const { checkQuickly, expect } = await import('../tests/support/expect');
+  const { checkQuickly, expect } = await import('../src/checks/expect');
   const stop = { success: true, sessionDurationMs: 1250, creditsBilled: 0.041667 };
   const cases: [string, () => void][] = [
     ['toBe', () => expect(200).toBe(200)], ['toBe, another value', () => expect(404).toBe(200)], ['toBe, NaN', () => expect(NaN).toBe(NaN)],

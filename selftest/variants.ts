@@ -10,8 +10,8 @@ import { creditsFor } from '../reference/billing';
 import { createRateLimiter } from '../reference/rate-limit';
 import type { Behaviour, ReferenceOptions, ReferenceState, Reply, Team } from '../reference/server';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RuleId } from '../tests/support/rules';
-import type { Outcome } from '../tests/support/verdict';
+import type { RuleId } from '../src/config/rules';
+import type { Outcome } from '../src/report/verdict';
 
 export interface Variant {
   name: string;

@@ -1,8 +1,8 @@
 /** How results become outcomes: what counts as a known deviation, an error of the run, a failure. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { outcomeOf } from '../tests/support/verdict';
-import { refusalHoldMs } from '../tests/support/refusals';
+import { outcomeOf } from '../src/report/verdict';
+import { refusalHoldMs } from '../src/domain/refusals';
 
 const declared = [{ type: 'known-deviation', description: 'credits: whole-credit billing' }];
 
@@ -34,7 +34,7 @@ test('refusal holds grow with DURATION_TOLERANCE_MS and with how long the target
 });
 
 test("after a refusal, a duration a clock restarted at the refusal could give too proves nothing: not verifiable, never a pass", async () => {
-  const { expectSurvived } = await import('../tests/support/billing');
+  const { expectSurvived } = await import('../src/domain/billing');
   const settings = { durationToleranceMs: 20, creditTolerance: 0.000001 } as any;
   const session = { created: { sentAt: 0, receivedAt: 10 } } as any;
   const refusal = { sentAt: 110, receivedAt: 120 } as any;
@@ -45,7 +45,7 @@ test("after a refusal, a duration a clock restarted at the refusal could give to
 });
 
 test('against a declared clock of whole seconds, the holds grow by two steps and a duration is judged one step wider, never more', async () => {
-  const { expectSurvived, durationVerdict } = await import('../tests/support/billing');
+  const { expectSurvived, durationVerdict } = await import('../src/domain/billing');
   const declaredClock = { resolutionMs: 1000, reason: 'whole seconds' };
   assert.equal(refusalHoldMs({ durationToleranceMs: 20, declaredClock }, 10), 2330);
   const settings = { durationToleranceMs: 20, creditTolerance: 0.000001, declaredClock } as any;
@@ -64,7 +64,7 @@ test('against a declared clock of whole seconds, the holds grow by two steps and
 });
 
 test('a charge is a settlement: a repeat of it reports it, another duration or amount charges again', async () => {
-  const { isNewCharge, distinctSettlements } = await import('../tests/support/settlements');
+  const { isNewCharge, distinctSettlements } = await import('../src/domain/settlements');
   const answer = (body: object, status = 200) => ({ status, body }) as any;
   const first = answer({ success: true, sessionDurationMs: 3000, creditsBilled: 2 });
   assert.equal(isNewCharge(answer({ success: true, status: 'stopped', cleanupQueued: true, creditsBilled: 2 }), first), false, "today's repeat stop: the earlier charge, no duration");
@@ -82,7 +82,7 @@ test('a charge is a settlement: a repeat of it reports it, another duration or a
 });
 
 test('the account judges money: exact is a pass, a settlement reported twice and charged twice is a failure naming it, anything else not verifiable', async () => {
-  const { judgeAccount, accountTolerance } = await import('../tests/support/account');
+  const { judgeAccount, accountTolerance } = await import('../src/domain/account');
   const spending = {
     settlements: [
       { jobId: 'job-a', settled: [{ credits: 2, durationMs: 3000 }], reports: 2 },

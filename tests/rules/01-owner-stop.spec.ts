@@ -1,6 +1,6 @@
-import { test, expect } from '../support/fixtures';
-import { interactPath, JSON_CONTENT_TYPE, summary } from '../support/client';
-import { spec } from '../support/rules';
+import { test, expect } from '../../src/playwright/fixtures';
+import { interactPath, JSON_CONTENT_TYPE, summary } from '../../src/domain/client';
+import { spec } from '../../src/config/rules';
 
 test("the owner's stop answers 200 with a JSON stop result and success true", spec('owner-stop/answers-200'), async ({ api, session, identities, check }) => {
   const stop = await test.step('the owner stops the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.owner }));

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { test, expect } from '../support/fixtures';
-import { expectCreditsFor, expectDurationWithin, measuredInterval } from '../support/billing';
-import { notVerifiable } from '../support/checks';
-import { RunError } from '../support/errors';
-import { interactPath, summary } from '../support/client';
-import { spec } from '../support/rules';
+import { test, expect } from '../../src/playwright/fixtures';
+import { expectCreditsFor, expectDurationWithin, measuredInterval } from '../../src/domain/billing';
+import { notVerifiable } from '../../src/checks/checks';
+import { RunError } from '../../src/config/errors';
+import { interactPath, summary } from '../../src/domain/client';
+import { spec } from '../../src/config/rules';
 
 /**
  * Four sessions held for different times. Real clients interact seconds after the scrape and

@@ -1,7 +1,7 @@
-import { test, expect } from '../support/fixtures';
-import { interactPath, summary } from '../support/client';
-import { expectRefusal, expectRevealsNothing, ownerValuesOf, refuseThenOwnerStops } from '../support/refusals';
-import { spec } from '../support/rules';
+import { test, expect } from '../../src/playwright/fixtures';
+import { interactPath, summary } from '../../src/domain/client';
+import { expectRefusal, expectRevealsNothing, ownerValuesOf, refuseThenOwnerStops } from '../../src/domain/refusals';
+import { spec } from '../../src/config/rules';
 
 test("a foreign team's stop answers 403 with an error body", spec('foreign-team/forbidden'), async ({ api, session, identities, check }) => {
   const refused = await test.step('the foreign team asks to stop the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.foreign }));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { test, expect } from '../support/fixtures';
-import { interactPath, summary } from '../support/client';
-import { spec } from '../support/rules';
+import { test, expect } from '../../src/playwright/fixtures';
+import { interactPath, summary } from '../../src/domain/client';
+import { spec } from '../../src/config/rules';
 
 test('a stop of a random job id that was never provisioned answers 404 with an error body', spec('unknown-job/random-uuid'), async ({ api, identities, check }) => {
   const stop = await test.step('the owner stops a fresh random UUID', () => api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: identities.owner }));

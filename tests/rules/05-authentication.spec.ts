@@ -1,9 +1,9 @@
-import { test, expect } from '../support/fixtures';
-import { notVerifiable } from '../support/checks';
-import { interactPath, summary, type Answer } from '../support/client';
-import { expectRefusal, expectRevealsNothing, expectSchemeRefusal, ownerValuesOf, refuseThenOwnerStops } from '../support/refusals';
-import { spec, type TestId } from '../support/rules';
-import type { IdentityName } from '../support/target';
+import { test, expect } from '../../src/playwright/fixtures';
+import { notVerifiable } from '../../src/checks/checks';
+import { interactPath, summary, type Answer } from '../../src/domain/client';
+import { expectRefusal, expectRevealsNothing, expectSchemeRefusal, ownerValuesOf, refuseThenOwnerStops } from '../../src/domain/refusals';
+import { spec, type TestId } from '../../src/config/rules';
+import type { IdentityName } from '../../src/domain/target';
 
 const refusals: { id: TestId; who: IdentityName; title: string; schemeWord?: true }[] = [
   { id: 'authentication/no-key', who: 'noKey', title: 'a stop without an Authorization header' },

@@ -7,16 +7,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { test, expect } from '../support/fixtures';
-import { notVerifiable } from '../support/checks';
-import { interactPath, summary, type Answer } from '../support/client';
-import type { Session } from '../support/sessions';
-import { checkSurvived, expectRevealsNothing, ownerValuesOf, refusalHoldMs } from '../support/refusals';
-import { RunError } from '../support/errors';
-import { scheduleFor } from '../support/schedule';
-import { spec } from '../support/rules';
-import { loadSettings } from '../support/settings';
-import { burstHasOwnTeam } from '../support/target';
+import { test, expect } from '../../src/playwright/fixtures';
+import { notVerifiable } from '../../src/checks/checks';
+import { interactPath, summary, type Answer } from '../../src/domain/client';
+import type { Session } from '../../src/domain/sessions';
+import { checkSurvived, expectRevealsNothing, ownerValuesOf, refusalHoldMs } from '../../src/domain/refusals';
+import { RunError } from '../../src/config/errors';
+import { scheduleFor } from '../../src/coordination/schedule';
+import { spec } from '../../src/config/rules';
+import { loadSettings } from '../../src/config/settings';
+import { burstHasOwnTeam } from '../../src/domain/target';
 
 /**
  * Two live sessions go into the burst: their owner stops the first once a 429 shows the limiter

@@ -2,13 +2,13 @@
  * Rule 7 as the account sees it: after every other test of the run (a project teardown), the owner
  * team's credit counter must have been charged exactly the settlements and scrapes the run saw.
  */
-import { test, expect } from '../support/fixtures';
-import { accountTolerance, judgeAccount, probeAccount, readOpening, settleAccount } from '../support/account';
-import { notVerifiable } from '../support/checks';
-import { RunError } from '../support/errors';
-import { interactPath, summary, type Answer } from '../support/client';
-import { spec } from '../support/rules';
-import { describeSettlement, isNewCharge } from '../support/settlements';
+import { test, expect } from '../../src/playwright/fixtures';
+import { accountTolerance, judgeAccount, probeAccount, readOpening, settleAccount } from '../../src/domain/account';
+import { notVerifiable } from '../../src/checks/checks';
+import { RunError } from '../../src/config/errors';
+import { interactPath, summary, type Answer } from '../../src/domain/client';
+import { spec } from '../../src/config/rules';
+import { describeSettlement, isNewCharge } from '../../src/domain/settlements';
 
 // In this order, whatever the first finds (their project is not fully parallel): the sweep's stops settle what it finds, and the account check then counts them.
 

@@ -1,10 +1,10 @@
-import { test, expect } from '../support/fixtures';
-import { readOpening } from '../support/account';
-import { notVerifiable } from '../support/checks';
-import { interactPath, summary, type Answer } from '../support/client';
-import { expectRefusal, expectRevealsNothing, ownerValuesOf } from '../support/refusals';
-import { describeSettlement, distinctSettlements, isNewCharge, settlementOf } from '../support/settlements';
-import { spec } from '../support/rules';
+import { test, expect } from '../../src/playwright/fixtures';
+import { readOpening } from '../../src/domain/account';
+import { notVerifiable } from '../../src/checks/checks';
+import { interactPath, summary, type Answer } from '../../src/domain/client';
+import { expectRefusal, expectRevealsNothing, ownerValuesOf } from '../../src/domain/refusals';
+import { describeSettlement, distinctSettlements, isNewCharge, settlementOf } from '../../src/domain/settlements';
+import { spec } from '../../src/config/rules';
 
 test('a second stop of a stopped session answers 404, or 200 without a new charge', spec('stop-is-final/second-stop'), async ({ api, session, identities, check }) => {
   const first = await test.step('the owner stops the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.owner }));

@@ -1,6 +1,6 @@
-import { test, expect } from '../support/fixtures';
-import { interactPath, summary } from '../support/client';
-import { spec, type TestId } from '../support/rules';
+import { test, expect } from '../../src/playwright/fixtures';
+import { interactPath, summary } from '../../src/domain/client';
+import { spec, type TestId } from '../../src/config/rules';
 
 const malformed: { id: TestId; name: string; jobId: string }[] = [
   { id: 'malformed-job-id/not-a-uuid', name: 'not a UUID', jobId: 'not-a-uuid' },

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { test, expect } from '../support/fixtures';
-import { interactPath, JSON_ERROR_CONTENT_TYPE, summary, type Answer } from '../support/client';
-import { notVerifiable } from '../support/checks';
-import { spec } from '../support/rules';
+import { test, expect } from '../../src/playwright/fixtures';
+import { interactPath, JSON_ERROR_CONTENT_TYPE, summary, type Answer } from '../../src/domain/client';
+import { notVerifiable } from '../../src/checks/checks';
+import { spec } from '../../src/config/rules';
 
 function expectJsonError(answer: Answer) {
   expect(answer.status, summary(answer)).toBeGreaterThanOrEqual(400);

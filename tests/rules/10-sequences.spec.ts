@@ -1,9 +1,9 @@
-import { test } from '../support/fixtures';
-import { DeclaredBehaviour } from '../support/errors';
-import { spec } from '../support/rules';
-import { Sessions } from '../support/sessions';
-import { exploreHistories, pacerFor, REQUESTS_FOR_EVERY_THREE_STEP_PATTERN, searchSystematically, type Exploration } from '../support/sequences';
-import { notVerifiable } from '../support/checks';
+import { test } from '../../src/playwright/fixtures';
+import { DeclaredBehaviour } from '../../src/config/errors';
+import { spec } from '../../src/config/rules';
+import { Sessions } from '../../src/domain/sessions';
+import { exploreHistories, pacerFor, REQUESTS_FOR_EVERY_THREE_STEP_PATTERN, searchSystematically, type Exploration } from '../../src/sequences/sequences';
+import { notVerifiable } from '../../src/checks/checks';
 
 /** The systematic phase's share of the rule's time and requests; the random histories have the rest. */
 const SYSTEMATIC_SHARE = 0.6;

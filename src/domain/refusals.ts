@@ -8,12 +8,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from '@playwright/test';
 import { clockStepMs, expectSurvived } from './billing';
 import { isNewCharge } from './settlements';
-import { notVerifiable, type Check } from './checks';
-import { DeclaredBehaviour } from './errors';
+import { notVerifiable, type Check } from '../checks/checks';
+import { DeclaredBehaviour } from '../config/errors';
 import { interactPath, summary, type Answer, type Client } from './client';
-import { expect } from './expect';
+import { expect } from '../checks/expect';
 import type { Session, Sessions } from './sessions';
-import type { Settings } from './settings';
+import type { Settings } from '../config/settings';
 import type { Identity } from './target';
 
 /**

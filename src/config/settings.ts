@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import dotenv from 'dotenv';
-import { parseRate, type Rate } from './schedule';
+import { parseRate, type Rate } from './rates';
 import { readKnownDeviations, type DeclaredBilling, type DeclaredClock, type DeclaredSchemeWord, type KnownDeviation, type KnownDeviations } from './deviations';
 
 export interface Settings {

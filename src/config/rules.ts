@@ -4,7 +4,7 @@
  * merged verdict all read ids through `testIdOf`, never through titles.
  *
  * A test id is `<rule id>/<test name>`; its checks are the named assertions a known deviation
- * may point at (`check` in tests/support/checks.ts).
+ * may point at (`check` in src/checks/checks.ts).
  */
 import type { TestDetails } from '@playwright/test';
 

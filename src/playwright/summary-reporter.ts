@@ -8,14 +8,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestError, TestResult } from '@playwright/test/reporter';
-import { redact } from './redact';
-import { costOf, readSpend } from './cost';
-import { learntCaps } from './session-slots';
-import { channel } from './run-folder';
-import { describeRate, learntRates, type Limiter, type Rate } from './schedule';
-import { ruleOf, testIdOf, type TestId } from './rules';
-import { firstLine } from './errors';
-import { emptyRecords, outcomeOf, renderSummary, summarise, type Summary, type TestRecord } from './verdict';
+import { redact } from '../http/redact';
+import { costOf, readSpend } from '../coordination/cost';
+import { learntCaps } from '../coordination/session-slots';
+import { channel } from '../coordination/run-folder';
+import { learntRates } from '../coordination/schedule';
+import { describeRate, type Limiter, type Rate } from '../config/rates';
+import { ruleOf, testIdOf, type TestId } from '../config/rules';
+import { firstLine } from '../config/errors';
+import { emptyRecords, outcomeOf, renderSummary, summarise, type Summary, type TestRecord } from '../report/verdict';
 
 export interface SummaryOptions {
   reportsDir: string;

@@ -12,10 +12,10 @@
  */
 import { test, type Fixtures, type TestInfo } from '@playwright/test';
 import { displayName, historyId, label, labels, testCaseId } from 'allure-js-commons';
-import type { KnownDeviation } from './deviations';
-import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from './errors';
-import { entryOf, RULES, ruleOf, testIdOf, type TestId } from './rules';
-import type { Settings } from './settings';
+import type { KnownDeviation } from '../config/deviations';
+import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from '../config/errors';
+import { entryOf, RULES, ruleOf, testIdOf, type TestId } from '../config/rules';
+import type { Settings } from '../config/settings';
 
 export type Check = (name: string, body: () => unknown) => Promise<void>;
 
@@ -38,7 +38,7 @@ async function markKnownDeviation(testInfo: TestInfo, name: string, reason: stri
 function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>, declared: Declared): Check {
   const { checks } = entryOf(id);
   return async (name, body) => {
-    if (!checks.includes(name)) throw new RunError(`check "${name}" is not in the catalogue of ${id} (tests/support/rules.ts)`);
+    if (!checks.includes(name)) throw new RunError(`check "${name}" is not in the catalogue of ${id} (src/config/rules.ts)`);
     const deviation = deviations.find((entry) => entry.test === id && entry.check === name);
     await test.step(`check ${name}`, async () => {
       try {
@@ -76,7 +76,7 @@ export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWor
   testId: [
     async ({ keepWorkerOnFailure }, use, testInfo) => {
       const id = testIdOf(testInfo.annotations);
-      if (!id) throw new RunError(`"${testInfo.title}" has no test id: declare it with spec('<rule>/<test>') from tests/support/rules.ts`);
+      if (!id) throw new RunError(`"${testInfo.title}" has no test id: declare it with spec('<rule>/<test>') from src/config/rules.ts`);
       const rule = RULES[ruleOf(id)];
       // One message for all the labels: each runtime call is an attachment, with a step of its own.
       await labels(

@@ -14,7 +14,7 @@
  * `billing` states the target's billing rule instead of the specification's: every credits check
  * (billing/*, sequences/random-histories) then computes the charge the rule gives for the measured
  * duration, and a charge outside it still fails. Each entry of `deviations` names a stable test id
- * and one of its checks (tests/support/rules.ts); `message`, optional, is a regular expression the
+ * and one of its checks (src/config/rules.ts); `message`, optional, is a regular expression the
  * failure message must match. Only that failure of that check is accepted.
  */
 import { readFileSync } from 'node:fs';

@@ -48,3 +48,19 @@ export function retryAfterMs(value: string | undefined): number | undefined {
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.min(date - Date.now(), 3_600_000);
 }
+
+/**
+ * Wait before resending after a 429. Retry-After in seconds or as a date is honoured, but never
+ * below a floor that grows with each attempt (100 ms, 200 ms, ... up to 8 s), so that a zero,
+ * negative or past value cannot make a tight loop. Without a usable Retry-After: 1 s, 2 s, 4 s,
+ * then every 8 s, with ±20 % jitter so that waiting workers do not all return at once; and the
+ * longer a request has waited (`waitedMs`), the more often it asks, down to every second after
+ * a minute, so that a request that has waited long is not starved by fresh ones.
+ */
+export function retryDelayMs(attempt: number, retryAfter: string | undefined, random = Math.random, waitedMs = 0): number {
+  const floor = Math.min(100 * 2 ** (attempt - 1), 8_000);
+  const given = retryAfterMs(retryAfter);
+  if (given !== undefined) return Math.max(given, floor);
+  const cap = Math.max(1_000, 8_000 - waitedMs / 8);
+  return Math.min(1000 * 2 ** (attempt - 1), cap) * (0.8 + random() * 0.4);
+}

@@ -6,12 +6,12 @@
  */
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { channel, reportsFolderInUse, takeReportsFolder } from './run-folder';
-import { exchange } from './client';
-import { Ledger, ledgerFile } from './ledger';
-import { RunError } from './errors';
-import { stopOpenSessions } from './sessions';
-import { loadSettingsOrExit, type Settings } from './settings';
+import { channel, reportsFolderInUse, takeReportsFolder } from '../coordination/run-folder';
+import { exchange } from '../http/exchange';
+import { Ledger, ledgerFile } from '../domain/ledger';
+import { RunError } from '../config/errors';
+import { stopOpenSessions } from '../domain/sessions';
+import { loadSettingsOrExit, type Settings } from '../config/settings';
 
 /** Any HTTP answer proves the target reachable; a refused connection or a timeout does not. */
 export async function checkReachable(baseURL: string, settings: Pick<Settings, 'requestTimeoutMs'>): Promise<string | undefined> {

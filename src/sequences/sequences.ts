@@ -17,16 +17,16 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Fixtures } from '@playwright/test';
 import type * as FastCheck from 'fast-check';
-import { durationVerdict, expectCreditsFor, type Interval } from './billing';
-import { distinctSettlements, isNewCharge } from './settlements';
-import { interactPath, summary, type Answer, type Client, type Connection } from './client';
-import { expectRefusal, expectRevealsNothing } from './refusals';
-import { DeclaredBehaviour, plain, RunError } from './errors';
-import { checkQuickly, expect } from './expect';
-import { CapReached, type Sessions } from './sessions';
-import { recentRatePerMinute } from './cost';
-import type { Settings } from './settings';
-import type { Identities, IdentityName } from './target';
+import { durationVerdict, expectCreditsFor, type Interval } from '../domain/billing';
+import { distinctSettlements, isNewCharge } from '../domain/settlements';
+import { interactPath, summary, type Answer, type Client, type Connection } from '../domain/client';
+import { expectRefusal, expectRevealsNothing } from '../domain/refusals';
+import { DeclaredBehaviour, plain, RunError } from '../config/errors';
+import { checkQuickly, expect } from '../checks/expect';
+import { CapReached, type Sessions } from '../domain/sessions';
+import { recentRatePerMinute } from '../coordination/cost';
+import type { Settings } from '../config/settings';
+import type { Identities, IdentityName } from '../domain/target';
 
 interface SessionModel {
   label: string;

@@ -7,13 +7,13 @@
  * - sequenceFixtures (sequences.ts): the seed of the sequences rule's random histories.
  */
 import * as playwright from '@playwright/test';
-import { checkFixtures } from './checks';
-import { clientFixtures } from './client';
-import { sequenceFixtures } from './sequences';
-import { sessionFixtures } from './sessions';
-import { targetFixtures } from './target';
+import { checkFixtures } from '../checks/checks';
+import { clientFixtures } from '../domain/client';
+import { sequenceFixtures } from '../sequences/sequences';
+import { sessionFixtures } from '../domain/sessions';
+import { targetFixtures } from '../domain/target';
 
-export { expect } from './expect';
+export { expect } from '../checks/expect';
 
 // Playwright's test without its browser fixtures, where the installed Playwright has it: no browser
 // driver in each worker, and no trace recorder or context options around each test. The suite calls

@@ -12,16 +12,16 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { hangFile } from '../tests/support/client';
-import { Ledger, ledgerFile } from '../tests/support/ledger';
-import { COMMAND_PIPE_VARIABLE, endingFile } from '../tests/support/global-setup';
-import { channel, removeRunFolder, reportsFolderInUse } from '../tests/support/run-folder';
-import { RULE_IDS, RULES, type RuleId } from '../tests/support/rules';
-import { stopOpenSessions } from '../tests/support/sessions';
-import { ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TABLE, type Settings } from '../tests/support/settings';
-import { junitXml } from '../tests/support/summary-reporter';
-import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from '../tests/support/verdict';
-import { buildAllureReport } from './allure-report';
+import { hangFile } from './domain/client';
+import { Ledger, ledgerFile } from './domain/ledger';
+import { COMMAND_PIPE_VARIABLE, endingFile } from './playwright/global-setup';
+import { channel, removeRunFolder, reportsFolderInUse } from './coordination/run-folder';
+import { RULE_IDS, RULES, type RuleId } from './config/rules';
+import { stopOpenSessions } from './domain/sessions';
+import { ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TABLE, type Settings } from './config/settings';
+import { junitXml } from './playwright/summary-reporter';
+import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from './report/verdict';
+import { buildAllureReport } from './report/allure-report';
 
 const ROOT = path.join(__dirname, '..');
 const NAME = 'stop-session-conformance';
@@ -278,7 +278,7 @@ async function finish(settings: Settings, signalled: string | undefined, allure:
 
 const TARGET_STOPPED_ANSWERING = 'the target stopped answering';
 
-/** NODE_OPTIONS that preload the code cache of Playwright's bundles (scripts/code-cache.cjs) into its processes. */
+/** NODE_OPTIONS that preload the code cache of Playwright's bundles (src/code-cache.cjs) into its processes. */
 function withCodeCache(options = ''): string {
   const preload = `--require ${JSON.stringify(path.join(__dirname, 'code-cache.cjs'))}`;
   return options.includes(preload) ? options : `${options} ${preload}`.trim();

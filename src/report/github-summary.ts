@@ -3,17 +3,17 @@
  * GITHUB_STEP_SUMMARY (printed when it is unset), and the step outputs `verdict` and `exit-code`,
  * appended to the file named by GITHUB_OUTPUT. Used by action.yml and the example workflow.
  *
- *   tsx scripts/github-summary.ts [<conformance-summary.json>]   (default: reports/conformance-summary.json)
+ *   tsx src/report/github-summary.ts [<conformance-summary.json>]   (default: reports/conformance-summary.json)
  *
  * RUN_EXIT_CODE, when set, is the exit code of the run and wins over the summary's: a run can end
  * worse than its summary says (a session it could not stop, a shard that died). REPORT_URL is
  * where the reports can be downloaded.
  */
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
-import { describeCost } from '../tests/support/cost';
-import type { Outcome, Summary, TestRecord } from '../tests/support/verdict';
+import { describeCost } from '../coordination/cost';
+import type { Outcome, Summary, TestRecord } from './verdict';
 
-const VERDICTS = ['pass', 'fail', 'error', 'incomplete']; // by exit code (tests/support/verdict.ts)
+const VERDICTS = ['pass', 'fail', 'error', 'incomplete']; // by exit code (src/report/verdict.ts)
 const LEVELS = ['must', 'should', 'inferred'];
 const ICONS: Record<Outcome, string> = { pass: '✅', fail: '❌', error: '⚠️', 'known deviation': '🟡', 'not verifiable': '❔', 'not run': '⏭️' };
 const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ');

@@ -1,38 +1,31 @@
 /**
- * The suite's one HTTP client. Every request:
- * - is timed: the connection (TCP, TLS) is opened before the clock starts, so `sentAt..receivedAt`
- *   holds the exchange alone, which is what the billing checks bound a session's duration with;
- * - is bounded: a total deadline (REQUEST_TIMEOUT_MS) and a cap on the body (MAX_BODY_BYTES, after
- *   decompression too), so a target that trickles, never ends or sends a compression bomb fails
- *   the test in bounded time;
+ * The suite's one client of the target. Every request goes through the transport (exchange.ts:
+ * timed, bounded) and:
  * - is cancelled when its test ends (the signal);
- * - backs off on 429 (Retry-After when it means something, else exponential with jitter);
+ * - backs off on 429 (Retry-After when it means something, else exponential with jitter), or,
+ *   once the team's rate is known, waits for its place in the window (schedule.ts);
  * - reaches the test only redacted: no key can flow from an answer into an assertion message;
- * - is attached to the report with `Authorization` and credential headers redacted.
- *
- * Playwright's request API has no body cap and writes request headers into its call log, so the
- * suite does not use it.
+ * - is attached to the report with `Authorization` and credential headers redacted, tallied in the
+ *   run's cost, and written to the ledger when it creates, settles or stops a session.
  */
-import { once, setMaxListeners } from 'node:events';
+import { setMaxListeners } from 'node:events';
 import { existsSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import tls from 'node:tls';
-import zlib from 'node:zlib';
 import type { Fixtures } from '@playwright/test';
-import { BackoffQueue } from './backoff-queue';
-import { countCredits, countRequest, countScrape, writeSpend } from './cost';
-import { QuietSpell } from './quiet-spell';
-import { readRefusal, retryAfterMs, type Refusal } from './limits';
-import { limiterOf, marginMs, scheduleFor, type Schedule } from './schedule';
+import { BackoffQueue } from '../coordination/backoff-queue';
+import { countCredits, countRequest, countScrape, writeSpend } from '../coordination/cost';
+import { QuietSpell } from '../coordination/quiet-spell';
+import { readRefusal, retryDelayMs, type Refusal } from '../http/limits';
+import { exchange, type RawAnswer } from '../http/exchange';
+import { limiterOf, marginMs, scheduleFor, type Schedule } from '../coordination/schedule';
 import { Ledger, ledgerFile } from './ledger';
 import { settlementOf } from './settlements';
-import { redact, redactAuthorization, redactHeaders } from './redact';
-import { RunError } from './errors';
-import { channel } from './run-folder';
-import type { Settings } from './settings';
+import { redact, redactAuthorization, redactHeaders } from '../http/redact';
+import { RunError } from '../config/errors';
+import { channel } from '../coordination/run-folder';
+import type { Settings } from '../config/settings';
 import type { Identities, Identity, Target } from './target';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -113,137 +106,6 @@ export function summary(answer: Answer): string {
   return `${answer.method} ${answer.path} answered ${answer.status}: ${answer.text.replace(/\s+/g, ' ').slice(0, 300)}`;
 }
 
-/**
- * Wait before resending after a 429. Retry-After in seconds or as a date is honoured, but never
- * below a floor that grows with each attempt (100 ms, 200 ms, ... up to 8 s), so that a zero,
- * negative or past value cannot make a tight loop. Without a usable Retry-After: 1 s, 2 s, 4 s,
- * then every 8 s, with ±20 % jitter so that waiting workers do not all return at once; and the
- * longer a request has waited (`waitedMs`), the more often it asks, down to every second after
- * a minute, so that a request that has waited long is not starved by fresh ones.
- */
-export function retryDelayMs(attempt: number, retryAfter: string | undefined, random = Math.random, waitedMs = 0): number {
-  const floor = Math.min(100 * 2 ** (attempt - 1), 8_000);
-  const given = retryAfterMs(retryAfter);
-  if (given !== undefined) return Math.max(given, floor);
-  const cap = Math.max(1_000, 8_000 - waitedMs / 8);
-  return Math.min(1000 * 2 ** (attempt - 1), cap) * (0.8 + random() * 0.4);
-}
-
-export interface RawAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-  sentAt: number;
-  receivedAt: number;
-  /** Sent on a kept-alive connection that had already carried a request. */
-  reused?: boolean;
-}
-
-export interface ExchangeOptions {
-  method: string;
-  headers: Record<string, string>;
-  data?: unknown;
-  timeoutMs: number;
-  maxBodyBytes: number;
-  signal?: AbortSignal;
-  /** A keep-alive pool instead of a connection of its own. */
-  agent?: http.Agent;
-}
-
-/**
- * One request, bounded in time and size. On its own connection, opened before the clock starts
- * (the default), or with `agent` on a kept-alive connection of a pool: faster, for requests whose
- * timing bounds nothing (the burst).
- */
-export async function exchange(url: string, { method, headers, data, timeoutMs, maxBodyBytes, signal, agent }: ExchangeOptions): Promise<RawAnswer> {
-  const target = new URL(url);
-  const secure = target.protocol === 'https:';
-  const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
-  const port = Number(target.port || (secure ? 443 : 80));
-  if (signal?.aborted) throw new RunError('the request was cancelled: its test had ended');
-  const socket = agent ? undefined : secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
-  let request: http.ClientRequest | undefined;
-  let failure: RunError | undefined;
-  const fail = (message: string) => {
-    failure ??= new RunError(message);
-    socket?.destroy(failure);
-    request?.destroy(failure);
-  };
-  const deadline = setTimeout(() => fail(`no complete answer within ${timeoutMs} ms (REQUEST_TIMEOUT_MS)`), timeoutMs);
-  const onAbort = () => fail('the request was cancelled: its test had ended');
-  signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    if (socket) await once(socket, secure ? 'secureConnect' : 'connect');
-    const body = data === undefined ? undefined : Buffer.from(JSON.stringify(data));
-    const allHeaders = {
-      host: target.host,
-      accept: 'application/json',
-      'accept-encoding': 'identity',
-      'user-agent': 'stop-session-conformance',
-      ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}),
-      ...headers,
-    };
-    let settled = false;
-    return await new Promise<RawAnswer>((resolve, reject) => {
-      let sentAt = 0;
-      const options = { method, path: target.pathname + target.search, headers: allHeaders };
-      const onResponse = (response: http.IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > maxBodyBytes) fail(`the answer's body exceeds MAX_BODY_BYTES (${maxBodyBytes} bytes)`);
-          else chunks.push(chunk);
-        });
-        response.on('error', (error) => reject(failure ?? error));
-        response.on('end', () => {
-          const receivedAt = performance.now();
-          const answerHeaders = Object.fromEntries(
-            Object.entries(response.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]),
-          );
-          try {
-            resolve({ status: response.statusCode!, headers: answerHeaders, body: decode(Buffer.concat(chunks), answerHeaders['content-encoding'], maxBodyBytes), sentAt, receivedAt, reused: request?.reusedSocket === true });
-          } catch (error) {
-            reject(error);
-          }
-          settled = true;
-        });
-      };
-      request = agent
-        ? (secure ? https : http).request({ ...options, host, port, servername: net.isIP(host) ? undefined : host, agent }, onResponse)
-        : http.request({ ...options, createConnection: () => socket! }, onResponse);
-      // A kept-alive connection the server closed just as it was reused: the request never reached it.
-      request.on('error', (error) => reject(failure ?? Object.assign(error, { reusedSocket: request?.reusedSocket === true })));
-      // Deferred: a complete answer's 'end' always comes first, and settles the promise.
-      (socket ?? request).on('close', () => setImmediate(() => settled || reject(failure ?? new RunError('the connection closed before the answer was complete'))));
-      sentAt = performance.now();
-      request.end(body);
-    });
-  } finally {
-    clearTimeout(deadline);
-    signal?.removeEventListener('abort', onAbort);
-    socket?.destroy();
-  }
-}
-
-/** Undoes a content encoding, never producing more than `maxBytes` (a compression bomb stops there). */
-function decode(body: Buffer, encoding: string | undefined, maxBytes: number): Buffer {
-  const name = encoding?.trim().toLowerCase();
-  if (!name || name === 'identity' || body.length === 0) return body;
-  const options = { maxOutputLength: maxBytes };
-  try {
-    if (name === 'gzip' || name === 'x-gzip') return zlib.gunzipSync(body, options);
-    if (name === 'deflate') return zlib.inflateSync(body, options);
-    if (name === 'br') return zlib.brotliDecompressSync(body, options);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ERR_BUFFER_TOO_LARGE' || (error as Error) instanceof RangeError) {
-      throw new RunError(`the answer's body exceeds MAX_BODY_BYTES (${maxBytes} bytes) once decompressed (${name})`);
-    }
-    throw new RunError(`the answer's ${name} body could not be decompressed (${(error as Error).message})`);
-  }
-  return body;
-}
 
 export interface ClientOptions {
   target: Target;

@@ -3,7 +3,7 @@
  * from schemas.ts, so that the command (which validates too, in its cleanup) never loads Playwright.
  */
 import { expect as baseExpect } from '@playwright/test';
-import { redact } from './redact';
+import { redact } from '../http/redact';
 import { schemaErrors, type SchemaName } from './schemas';
 
 const playwrightExpect = baseExpect.extend({

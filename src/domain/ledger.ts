@@ -8,7 +8,7 @@
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { redact } from './redact';
+import { redact } from '../http/redact';
 import { sameSettlement, type Settled } from './settlements';
 
 export type LedgerEntry =

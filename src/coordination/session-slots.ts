@@ -15,7 +15,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { locked } from './file-lock';
 import { alive, channel, writeMaking } from './run-folder';
-import { RunError } from './errors';
+import { RunError } from '../config/errors';
 
 let taken = 0;
 const POLL_MS = 50;

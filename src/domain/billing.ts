@@ -11,11 +11,11 @@
  * or exact are all accepted), widened by 0.005 credits for rounding in JSON.
  */
 import type { Answer, JsonBody } from './client';
-import type { BillingRule } from './deviations';
-import { DeclaredBehaviour } from './errors';
-import { expect } from './expect';
+import type { BillingRule } from '../config/deviations';
+import { DeclaredBehaviour } from '../config/errors';
+import { expect } from '../checks/expect';
 import type { Session } from './sessions';
-import type { Settings } from './settings';
+import type { Settings } from '../config/settings';
 
 export const CREDITS_PER_MINUTE = 2;
 

@@ -10,9 +10,9 @@
  *
  * Summaries of shards merge into one verdict (`mergeSummaries`, `npm run verdict`).
  */
-import { firstLine, isKnownDeviation, isRunError } from './errors';
-import { describeCost, mergeCosts, type Cost } from './cost';
-import { RULE_IDS, RULES, TEST_IDS, entryOf, ruleOf, type Level, type RuleId, type TestId } from './rules';
+import { firstLine, isKnownDeviation, isRunError } from '../config/errors';
+import { describeCost, mergeCosts, type Cost } from '../coordination/cost';
+import { RULE_IDS, RULES, TEST_IDS, entryOf, ruleOf, type Level, type RuleId, type TestId } from '../config/rules';
 
 export type Outcome = 'pass' | 'fail' | 'error' | 'known deviation' | 'not verifiable' | 'not run';
 export type Verdict = 'pass' | 'fail' | 'error' | 'incomplete';
@@ -50,7 +50,7 @@ export interface Summary {
   sessionCap?: { cap: number; how: string };
   /** The rates the run learnt or was told, per team and limiter. */
   rateLimits?: { team: string; limiter: string; limit: number; windowMs: number; from: string }[];
-  /** What the run spent on the target (tests/support/cost.ts). */
+  /** What the run spent on the target (src/coordination/cost.ts). */
   cost?: Cost;
   notRun: TestId[];
   rules: Record<RuleId, RuleRecord>;

@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-const ROOT = path.join(__dirname, '..');
+const ROOT = path.join(__dirname, '..', '..');
 const EARLY_DATA_STORE = '<script>window.allureReportData = window.allureReportData || {};</script>';
 
 /** Returns the report's path, or undefined when Allure could not build it. */

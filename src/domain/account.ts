@@ -13,10 +13,10 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from './client';
-import { RunError } from './errors';
-import { channel } from './run-folder';
+import { RunError } from '../config/errors';
+import { channel } from '../coordination/run-folder';
 import type { Spending } from './ledger';
-import type { Settings } from './settings';
+import type { Settings } from '../config/settings';
 import type { Identity } from './target';
 
 export const CREDIT_USAGE_PATH = '/v2/team/credit-usage';

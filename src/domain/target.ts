@@ -7,9 +7,9 @@ import type { Fixtures } from '@playwright/test';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { registerSecret } from './redact';
-import { RunError } from './errors';
-import { loadSettings, withKnownDeviations, type Settings } from './settings';
+import { registerSecret } from '../http/redact';
+import { RunError } from '../config/errors';
+import { loadSettings, withKnownDeviations, type Settings } from '../config/settings';
 
 export interface Target {
   baseURL: string;

@@ -9,14 +9,14 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, interactPath, summary, type Answer, type Client } from './client';
 import { openAccount } from './account';
-import { countProvisioningRetry, countSession } from './cost';
-import { SessionSlots } from './session-slots';
+import { countProvisioningRetry, countSession } from '../coordination/cost';
+import { SessionSlots } from '../coordination/session-slots';
 import type { Ledger } from './ledger';
-import { RunError } from './errors';
-import { schemaErrors } from './schemas';
-import type { Settings } from './settings';
+import { RunError } from '../config/errors';
+import { schemaErrors } from '../checks/schemas';
+import type { Settings } from '../config/settings';
 import { identitiesFor, type Identities, type Identity, type Target } from './target';
-import type { TestId } from './rules';
+import type { TestId } from '../config/rules';
 
 export interface Session {
   jobId: string;
