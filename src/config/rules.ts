@@ -6,7 +6,6 @@
  * A test id is `<rule id>/<test name>`; its checks are the named assertions a known deviation
  * may point at (`check` in src/checks/checks.ts).
  */
-import type { TestDetails } from '@playwright/test';
 
 export type Level = 'must' | 'should' | 'inferred';
 
@@ -171,7 +170,7 @@ export function isTestId(id: string): id is TestId {
 const TEST_ID = 'test-id';
 
 /** The details every test is declared with: its level as a tag, its id as the one annotation. */
-export function spec(id: TestId): TestDetails {
+export function spec(id: TestId): { tag: string; annotation: { type: string; description: string } } {
   const { level } = entryOf(id);
   return { tag: `@${level}`, annotation: { type: TEST_ID, description: id } };
 }

@@ -13,20 +13,19 @@ import { existsSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Fixtures } from '@playwright/test';
 import { BackoffQueue } from '../coordination/backoff-queue';
-import { countCredits, countRequest, countScrape, writeSpend } from '../coordination/cost';
+import { countCredits, countRequest, countScrape } from '../coordination/cost';
 import { QuietSpell } from '../coordination/quiet-spell';
 import { readRefusal, retryDelayMs, type Refusal } from '../http/limits';
 import { exchange, type RawAnswer } from '../http/exchange';
 import { limiterOf, marginMs, scheduleFor, type Schedule } from '../coordination/schedule';
-import { Ledger, ledgerFile } from './ledger';
+import type { Ledger } from './ledger';
 import { settlementOf } from './settlements';
 import { redact, redactAuthorization, redactHeaders } from '../http/redact';
 import { RunError } from '../config/errors';
 import { channel } from '../coordination/run-folder';
 import type { Settings } from '../config/settings';
-import type { Identities, Identity, Target } from './target';
+import type { Identity, Target } from './target';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type JsonBody = Record<string, any> | undefined;
@@ -344,17 +343,3 @@ function describe(answer: Answer, { as, data }: SendOptions): string {
   const text = redact(JSON.stringify(record, null, 2));
   return text.length <= ATTACHMENT_LIMIT_BYTES ? text : `${text.slice(0, ATTACHMENT_LIMIT_BYTES)}\n… cut: ${text.length - ATTACHMENT_LIMIT_BYTES} more characters (attachments stop at ${ATTACHMENT_LIMIT_BYTES})`;
 }
-
-/** A test's client, attaching to its report; cancelled when the test ends. */
-export const clientFixtures: Fixtures<{ api: Client }, { ledger: Ledger }, { target: Target; identities: Identities }, { settings: Settings }> = {
-  ledger: [async ({ settings }, use) => use(new Ledger(ledgerFile(settings.reportsDir))), { scope: 'worker' }],
-
-  // `identities` first: it registers the keys for redaction before any request.
-  api: async ({ target, settings, ledger, identities: _ }, use, testInfo) => {
-    const api = createClient({ target, settings, ledger, endsRunOnHang: true, attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }) });
-    await use(api);
-    api.cancel();
-    // After the sessions' teardown, which used this test's client too: the tally includes its stops.
-    writeSpend(settings.reportsDir);
-  },
-};

@@ -4,7 +4,6 @@
  * teardown stops every session it created that no owner's stop has ended, each on its own, and
  * lists every one it could not stop.
  */
-import type { Fixtures } from '@playwright/test';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, interactPath, summary, type Answer, type Client } from './client';
@@ -15,8 +14,7 @@ import type { Ledger } from './ledger';
 import { RunError } from '../config/errors';
 import { schemaErrors } from '../checks/schemas';
 import type { Settings } from '../config/settings';
-import { identitiesFor, type Identities, type Identity, type Target } from './target';
-import type { TestId } from '../config/rules';
+import { identitiesFor, type Identities, type Identity } from './target';
 
 export interface Session {
   jobId: string;
@@ -343,7 +341,7 @@ export class Sessions {
   }
 
   private async provisionNow({ gapMs = 0, quiet = false, as: owner = this.owner }: ProvisionOptions = {}): Promise<Session> {
-    const { api, ledger } = this.options;
+    const { api } = this.options;
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
     let interact: Answer;
@@ -367,27 +365,6 @@ export class Sessions {
     return { jobId, scrape, created: interact, owner };
   }
 }
-
-
-
-export const sessionFixtures: Fixtures<
-  { sessions: Sessions; session: Session },
-  object,
-  { api: Client; testId: TestId; target: Target; identities: Identities },
-  { settings: Settings; ledger: Ledger }
-> = {
-  sessions: async ({ api, identities, settings, ledger, target, testId }, use, testInfo) => {
-    const sessions = new Sessions({ api, identities, settings, ledger, testId, signal: api.signal });
-    await use(sessions);
-    // The test is over (or abandoned): end its requests and waits, then stop what it left running.
-    api.cancel();
-    const cleaner = createClient({ target, settings, ledger, attach: (name, body) => testInfo.attach(`cleanup: ${name}`, { body, contentType: 'application/json' }) });
-    const problems = await sessions.cleanup(cleaner);
-    if (problems.length) throw new RunError(`Could not stop ${problems.length} session(s) this test created: ${problems.join(', ')}`);
-  },
-
-  session: async ({ sessions }, use) => use(await sessions.provision()),
-};
 
 /**
  * Stops, as the team that created it, every session the ledger holds open and `include` selects: for

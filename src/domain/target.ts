@@ -3,13 +3,12 @@
  * the embedded reference's from fixtures/teams.json. Every key, and every near-miss form of the
  * owner's key, is registered for redaction before any request is sent.
  */
-import type { Fixtures } from '@playwright/test';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { registerSecret } from '../http/redact';
 import { RunError } from '../config/errors';
-import { loadSettings, withKnownDeviations, type Settings } from '../config/settings';
+import type { Settings } from '../config/settings';
 
 export interface Target {
   baseURL: string;
@@ -120,14 +119,3 @@ export function identitiesFor(target: Target, settings: Settings): Identities {
     burstTeam,
   };
 }
-
-export const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteHoldMs: number }, { settings: Settings; knownDeviationsFile: string | undefined }> = {
-  /** For the kit's variant matrix: the known-deviations file of this worker's target, in place of KNOWN_DEVIATIONS. */
-  knownDeviationsFile: [undefined, { scope: 'worker', option: true }],
-  settings: [async ({ knownDeviationsFile }, use) => use(knownDeviationsFile ? withKnownDeviations(loadSettings(), knownDeviationsFile) : loadSettings()), { scope: 'worker' }],
-  // An option of each test, not of the worker: the variant matrix aims the tests of many variants at their own servers in shared workers.
-  target: [async ({ settings }, use) => use(targetFrom(settings)), { option: true }],
-  identities: async ({ target, settings }, use) => use(identitiesFor(target, settings)),
-  // An option of each test too: the variant matrix holds past a minute only where a variant's billing changes there.
-  minuteHoldMs: [async ({ settings }, use) => use(settings.billingMinuteHoldMs), { option: true }],
-};

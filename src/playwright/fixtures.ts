@@ -1,19 +1,80 @@
 /**
  * The `test` every spec imports, composed from small fixture groups, each answering one question:
- * - targetFixtures (target.ts): which target, with which settings and identities;
- * - clientFixtures (client.ts): how a test talks to it (`api`), and the run ledger;
+ * - targetFixtures: which target, with which settings and identities;
+ * - clientFixtures: how a test talks to it (`api`), and the run ledger;
  * - checkFixtures (checks.ts): which test this is (`testId`) and its named checks (`check`);
- * - sessionFixtures (sessions.ts): the sessions a test provisions, always stopped afterwards;
- * - sequenceFixtures (sequences.ts): the seed of the sequences rule's random histories.
+ * - sessionFixtures: the sessions a test provisions, always stopped afterwards;
+ * - sequenceFixtures: the seed of the sequences rule's random histories.
+ * This layer alone speaks to Playwright: the library records its steps through the recorder it
+ * installs (recorder.ts).
  */
 import * as playwright from '@playwright/test';
-import { checkFixtures } from '../checks/checks';
-import { clientFixtures } from '../domain/client';
-import { sequenceFixtures } from '../sequences/sequences';
-import { sessionFixtures } from '../domain/sessions';
-import { targetFixtures } from '../domain/target';
+import type { Fixtures } from '@playwright/test';
+import './recorder';
+import { RunError } from '../config/errors';
+import type { TestId } from '../config/rules';
+import { loadSettings, withKnownDeviations, type Settings } from '../config/settings';
+import { writeSpend } from '../coordination/cost';
+import { createClient, type Client } from '../domain/client';
+import { Ledger, ledgerFile } from '../domain/ledger';
+import { Sessions, type Session } from '../domain/sessions';
+import { identitiesFor, targetFrom, type Identities, type Target } from '../domain/target';
+import { checkFixtures } from './checks';
 
 export { expect } from '../checks/expect';
+
+export const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteHoldMs: number }, { settings: Settings; knownDeviationsFile: string | undefined }> = {
+  /** For the kit's variant matrix: the known-deviations file of this worker's target, in place of KNOWN_DEVIATIONS. */
+  knownDeviationsFile: [undefined, { scope: 'worker', option: true }],
+  settings: [async ({ knownDeviationsFile }, use) => use(knownDeviationsFile ? withKnownDeviations(loadSettings(), knownDeviationsFile) : loadSettings()), { scope: 'worker' }],
+  // An option of each test, not of the worker: the variant matrix aims the tests of many variants at their own servers in shared workers.
+  target: [async ({ settings }, use) => use(targetFrom(settings)), { option: true }],
+  identities: async ({ target, settings }, use) => use(identitiesFor(target, settings)),
+  // An option of each test too: the variant matrix holds past a minute only where a variant's billing changes there.
+  minuteHoldMs: [async ({ settings }, use) => use(settings.billingMinuteHoldMs), { option: true }],
+};
+
+/** A test's client, attaching to its report; cancelled when the test ends. */
+export const clientFixtures: Fixtures<{ api: Client }, { ledger: Ledger }, { target: Target; identities: Identities }, { settings: Settings }> = {
+  ledger: [async ({ settings }, use) => use(new Ledger(ledgerFile(settings.reportsDir))), { scope: 'worker' }],
+
+  // `identities` first: it registers the keys for redaction before any request.
+  api: async ({ target, settings, ledger, identities: _ }, use, testInfo) => {
+    const api = createClient({ target, settings, ledger, endsRunOnHang: true, attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }) });
+    await use(api);
+    api.cancel();
+    // After the sessions' teardown, which used this test's client too: the tally includes its stops.
+    writeSpend(settings.reportsDir);
+  },
+};
+
+export const sessionFixtures: Fixtures<
+  { sessions: Sessions; session: Session },
+  object,
+  { api: Client; testId: TestId; target: Target; identities: Identities },
+  { settings: Settings; ledger: Ledger }
+> = {
+  sessions: async ({ api, identities, settings, ledger, target, testId }, use, testInfo) => {
+    const sessions = new Sessions({ api, identities, settings, ledger, testId, signal: api.signal });
+    await use(sessions);
+    // The test is over (or abandoned): end its requests and waits, then stop what it left running.
+    api.cancel();
+    const cleaner = createClient({ target, settings, ledger, attach: (name, body) => testInfo.attach(`cleanup: ${name}`, { body, contentType: 'application/json' }) });
+    const problems = await sessions.cleanup(cleaner);
+    if (problems.length) throw new RunError(`Could not stop ${problems.length} session(s) this test created: ${problems.join(', ')}`);
+  },
+
+  session: async ({ sessions }, use) => use(await sessions.provision()),
+};
+
+/**
+ * The seeds of the histories (SEQUENCE_SEED, or one random seed) and how many histories each
+ * runs (SEQUENCE_RUNS): options, so that the variant matrix can set them variant by variant.
+ */
+export const sequenceFixtures: Fixtures<{ sequenceSeeds: number[]; sequenceRuns: number }, object, object, { settings: Settings }> = {
+  sequenceSeeds: [async ({ settings }, use) => use(settings.sequenceSeeds ?? [Math.floor(Math.random() * 2 ** 31)]), { option: true }],
+  sequenceRuns: [async ({ settings }, use) => use(settings.sequenceRuns), { option: true }],
+};
 
 // Playwright's test without its browser fixtures, where the installed Playwright has it: no browser
 // driver in each worker, and no trace recorder or context options around each test. The suite calls

@@ -15,7 +15,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Fixtures } from '@playwright/test';
 import type * as FastCheck from 'fast-check';
 import { durationVerdict, expectCreditsFor, type Interval } from '../domain/billing';
 import { distinctSettlements, isNewCharge } from '../domain/settlements';
@@ -688,12 +687,3 @@ export async function exploreHistories(options: ExploreOptions & { seed: number;
 export function pacerFor(settings: Settings, team: string): Pacer {
   return new Pacer(settings.reportsDir ? recentRatePerMinute(settings.reportsDir, team) : undefined);
 }
-
-/**
- * The seeds of the histories (SEQUENCE_SEED, or one random seed) and how many histories each
- * runs (SEQUENCE_RUNS): options, so that the variant matrix can set them variant by variant.
- */
-export const sequenceFixtures: Fixtures<{ sequenceSeeds: number[]; sequenceRuns: number }, object, object, { settings: Settings }> = {
-  sequenceSeeds: [async ({ settings }, use) => use(settings.sequenceSeeds ?? [Math.floor(Math.random() * 2 ** 31)]), { option: true }],
-  sequenceRuns: [async ({ settings }, use) => use(settings.sequenceRuns), { option: true }],
-};

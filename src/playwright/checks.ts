@@ -1,0 +1,98 @@
+/**
+ * The `check` and `testId` fixtures: a test's named checks, judged against the target's known
+ * deviations (src/checks/checks.ts says how), and the labels that key the report by test id.
+ */
+import { test, type Fixtures, type TestInfo } from '@playwright/test';
+import { displayName, historyId, label, labels, testCaseId } from 'allure-js-commons';
+import type { KnownDeviation } from '../config/deviations';
+import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from '../config/errors';
+import { entryOf, RULES, ruleOf, testIdOf, type TestId } from '../config/rules';
+import type { Settings } from '../config/settings';
+import type { Check } from '../checks/checks';
+
+/** The declared behaviours a test met, each with its reason: the test ends as a known deviation once its checks are done. */
+type Declared = { name: string; message: string; reason: string }[];
+
+async function markKnownDeviation(testInfo: TestInfo, name: string, reason: string): Promise<void> {
+  testInfo.annotations.push({ type: 'known-deviation', description: `${name}: ${reason}` });
+  await label('knownDeviation', reason);
+  await displayName(`[known deviation] ${testInfo.title}`);
+}
+
+function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>, declared: Declared): Check {
+  const { checks } = entryOf(id);
+  return async (name, body) => {
+    if (!checks.includes(name)) throw new RunError(`check "${name}" is not in the catalogue of ${id} (src/config/rules.ts)`);
+    const deviation = deviations.find((entry) => entry.test === id && entry.check === name);
+    await test.step(`check ${name}`, async () => {
+      try {
+        await body();
+        outcomes.set(name, 'passed');
+      } catch (error) {
+        const message = plain(String((error as Error)?.message ?? error));
+        if (error instanceof DeclaredBehaviour) {
+          // The target did what its file states it does instead: recorded, and the test goes on.
+          outcomes.set(name, 'deviated');
+          declared.push({ name, message, reason: error.reason });
+          await markKnownDeviation(testInfo, name, error.reason);
+          return;
+        }
+        // The target failed exactly as an entry of its file says.
+        const reason = deviation && !(error instanceof RunError) && (!deviation.message || deviation.message.test(message)) ? deviation.reason : undefined;
+        if (reason === undefined) throw error;
+        outcomes.set(name, 'deviated');
+        await markKnownDeviation(testInfo, name, reason);
+        testInfo.fail(true, `Known deviation of this target: ${reason}`);
+        throw new KnownDeviationError(`${id} › ${name}: ${reason}\n${message}`);
+      }
+    }, { box: true });
+  };
+}
+
+export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWorkerOnFailure: boolean }, object, { settings: Settings }> = {
+  /**
+   * An option for the kit's variant matrix, where most faulty variants fail a test: a test that
+   * failed is then marked as expected to, so that Playwright keeps its worker instead of starting
+   * another (about half a second of CPU each). Outcomes are read from the results' status and errors.
+   */
+  keepWorkerOnFailure: [false, { scope: 'worker', option: true }],
+
+  testId: [
+    async ({ keepWorkerOnFailure }, use, testInfo) => {
+      const id = testIdOf(testInfo.annotations);
+      if (!id) throw new RunError(`"${testInfo.title}" has no test id: declare it with spec('<rule>/<test>') from src/config/rules.ts`);
+      const rule = RULES[ruleOf(id)];
+      // One message for all the labels: each runtime call is an attachment, with a step of its own.
+      await labels(
+        // The rule's number in two digits: a report that sorts its groups by name lists them in order.
+        { name: 'feature', value: rule.title.replace(/^Rule (\d):/, 'Rule 0$1:') },
+        { name: 'rule', value: ruleOf(id) },
+        { name: 'testId', value: id },
+        { name: 'level', value: entryOf(id).level },
+        { name: 'specSection', value: rule.section },
+      );
+      // History and test case follow the id, so a reworded title keeps its history.
+      await historyId(id);
+      await testCaseId(id);
+      await use(id);
+      if (keepWorkerOnFailure && testInfo.status === 'failed') testInfo.fail();
+    },
+    { auto: true },
+  ],
+
+  check: async ({ testId, settings }, use, testInfo) => {
+    const outcomes = new Map<string, 'passed' | 'deviated'>();
+    const declared: Declared = [];
+    await use(createCheck(testId, settings.knownDeviations, testInfo, outcomes, declared));
+    const stale = settings.knownDeviations.filter((entry) => entry.test === testId && outcomes.get(entry.check) === 'passed');
+    const staleError = stale.length
+      ? `Declared as a known deviation, but it passes: ${stale.map((entry) => `${entry.test} › ${entry.check}`).join(', ')}. Remove it from ${settings.knownDeviationsFile}.`
+      : undefined;
+    if (declared.length && testInfo.status !== 'skipped' && !staleError) {
+      // Every other check passed: the test is a known deviation. One failed: it stays a failure, the declared behaviours beside it.
+      if (testInfo.status === 'passed') testInfo.fail(true, `Known deviation of this target: ${declared[0].reason}`);
+      throw new KnownDeviationError(declared.map(({ name, message, reason }) => `${testId} › ${name}: ${reason}\n${message}`).join('\n'));
+    }
+    if (staleError) throw new Error(staleError);
+  },
+};
