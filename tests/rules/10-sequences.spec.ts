@@ -2,7 +2,10 @@ import { test } from '../../src/playwright/fixtures';
 import { DeclaredBehaviour } from '../../src/config/errors';
 import { spec } from '../../src/config/rules';
 import { Sessions } from '../../src/domain/sessions';
-import { exploreHistories, pacerFor, REQUESTS_FOR_EVERY_THREE_STEP_PATTERN, searchSystematically, type Exploration } from '../../src/sequences/sequences';
+import { exploreHistories } from '../../src/sequences/random';
+import { REQUESTS_FOR_EVERY_THREE_STEP_PATTERN, searchSystematically } from '../../src/sequences/systematic';
+import { pacerFor } from '../../src/sequences/pace';
+import type { Exploration } from '../../src/sequences/search';
 import { notVerifiable } from '../../src/checks/checks';
 
 /** The systematic phase's share of the rule's time and requests; the random histories have the rest. */

@@ -1,0 +1,98 @@
+/**
+ * The pace of the sequences search: how many histories at once, and the budget of requests and
+ * time each phase may spend.
+ */
+import { type Client } from '../domain/client';
+import { RunError } from '../config/errors';
+import { recentRatePerMinute } from '../coordination/cost';
+import type { Settings } from '../config/settings';
+
+/**
+ * The pace of the search's requests. Several histories at once until the team's limit shows (a 429
+ * to a request with a valid key, or a limit the run met in the last minute); each 429 then halves
+ * them, down to one, and every CLEAN_TO_GROW requests without one add one back. A request that
+ * meets the limit waits its turn in the team's back-off queue behind the other tests' (client.ts),
+ * so the search takes its share and no more. It learns how long a request takes on average,
+ * back-off included, and starts a history only when that (twice that once a limit showed: the other
+ * tests' turns) fits in the time left.
+ */
+export class Pacer {
+  lanes = LANES;
+  limited = false;
+  private requests = 0;
+  private totalMs = 0;
+  /** Requests answered without a 429 since the last one: every CLEAN_TO_GROW of them, one more history at once. */
+  private clean = 0;
+
+  /** `perMinute`: the rate the run has met lately, if any; counted as one request's worth of experience. */
+  constructor(perMinute: number | undefined) {
+    if (perMinute) {
+      this.limit();
+      this.requests = 1;
+      this.totalMs = 60_000 / perMinute;
+    }
+  }
+
+  private limit(): void {
+    this.limited = true;
+    this.lanes = Math.max(1, Math.floor(this.lanes / 2));
+    this.clean = 0;
+  }
+
+  /** `api`, with its requests paced and timed. */
+  client(api: Client): Client {
+    return {
+      ...api,
+      send: async (request) => {
+        const started = performance.now();
+        const answer = await api.send(request);
+        const took = performance.now() - started;
+        this.requests += 1;
+        this.totalMs += took;
+        // A 429 to a request without a valid key is its refusal, not the team's limit.
+        if (!request.as.withoutValidKey && (answer.attempts > 1 || answer.status === 429)) this.limit();
+        else if (++this.clean % CLEAN_TO_GROW === 0) this.lanes = Math.min(LANES, this.lanes + 1);
+        return answer;
+      },
+    };
+  }
+
+  /** How long `requests` more are expected to take, rests included. */
+  expectedMs(requests: number): number {
+    return this.requests ? (requests * this.totalMs * (this.limited ? 2 : 1)) / this.requests : 0;
+  }
+}
+
+/** Most histories at once: each has its own session. */
+export const LANES = 4;
+const CLEAN_TO_GROW = 50;
+/** How often a lane the pacer has paused asks again. */
+export const LANE_PAUSE_MS = 100;
+
+/** Requests to the rate-limited endpoints (stop and interact) a phase of the search may send, and until when. */
+export class Budget {
+  spent = 0;
+  /** An error of the run ends the search: no further history sends anything. */
+  halted?: RunError;
+  /** Set once the time was up: on a slow machine or target the search does less, rather than outlive its budget. */
+  outOfTime = false;
+
+  constructor(public left: number, readonly until: number, private readonly pacer: Pacer) {}
+
+  /** Whether `requests` more are allowed and fit in the time left; never once the search was halted or its time is up. */
+  affords(requests: number): boolean {
+    if (performance.now() + this.pacer.expectedMs(requests) > this.until) this.outOfTime = true;
+    return !this.halted && !this.outOfTime && this.left >= requests;
+  }
+
+  spend(requests: number): void {
+    this.left -= requests;
+    this.spent += requests;
+  }
+}
+
+
+/** The pacer of a search: it starts from what the run has learnt of the team's limit in the last minute. */
+export function pacerFor(settings: Settings, team: string): Pacer {
+  return new Pacer(settings.reportsDir ? recentRatePerMinute(settings.reportsDir, team) : undefined);
+}

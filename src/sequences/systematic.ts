@@ -1,0 +1,161 @@
+/** The systematic phase: every short pattern of step kinds over one session, most telling first. */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Budget, LANES, LANE_PAUSE_MS } from './pace';
+import { History, ownerStopStep, provisionInto, REFUSERS, interactStep, holdStep, refusedStopStep, unknownStopStep, simultaneousStopsStep, type Model, type Step } from './model';
+import { finish, phaseState, runHistory, type Exploration, type ExploreOptions } from './search';
+
+/** The kinds of step of the systematic phase, over one session, and the requests each sends. */
+const KINDS = {
+  interact: 1,
+  hold: 0,
+  ownerStop: 1,
+  foreignStop: 1,
+  keylessStop: 1,
+  unknownJobStop: 1,
+  twoStopsAtOnce: 2,
+} as const;
+export type Kind = keyof typeof KINDS;
+const KIND_NAMES = Object.keys(KINDS) as Kind[];
+/** A stop without a valid key is each of these in turn, across the phase: no key, an unknown key, the owner's key with a letter's case changed, one more or one fewer character. */
+const KEYLESS = REFUSERS.filter((who) => who !== 'foreign');
+/** Longest patterns the systematic phase reaches when its budget allows. */
+const MAX_DEPTH = 4;
+
+function stepOfKind(kind: Kind, budget: Budget, keylessTurn: number, holdMs: number): Step {
+  switch (kind) {
+    case 'interact': return interactStep(budget, 0);
+    case 'hold': return holdStep(budget, holdMs);
+    case 'ownerStop': return ownerStopStep(budget, 0);
+    case 'foreignStop': return refusedStopStep(budget, 0, 'foreign');
+    case 'keylessStop': return refusedStopStep(budget, 0, KEYLESS[keylessTurn % KEYLESS.length]);
+    case 'unknownJobStop': return unknownStopStep(budget);
+    case 'twoStopsAtOnce': return simultaneousStopsStep(budget, 0, 0);
+  }
+}
+
+/**
+ * How much a pattern is likely to tell, from where state machines break: a request repeated
+ * (counters, caches, flags set the first time), above all right after itself; a step after the
+ * session's end; time passing, which a clock started or kept at the wrong step needs to show (one
+ * hold is enough; a hold is no request, so repeating it tells nothing).
+ */
+function telling(pattern: Kind[]): number {
+  let score = 0;
+  pattern.forEach((kind, i) => {
+    if (kind === 'hold') return;
+    pattern.slice(i + 1).forEach((other, j) => (score += other === kind ? (j === 0 ? 2 : 1) : 0));
+  });
+  if (pattern.some((kind, i) => i > 0 && (pattern[i - 1] === 'ownerStop' || pattern[i - 1] === 'twoStopsAtOnce'))) score += 2;
+  if (pattern.includes('hold')) score += 1;
+  return score;
+}
+
+const requestsOf = (pattern: Kind[]) => pattern.reduce((sum, kind) => sum + KINDS[kind], 0);
+
+/**
+ * Every pattern of `depth` kinds, in the order the systematic phase runs them: most telling first,
+ * then cheapest. Each step is checked as it runs, so a history covers every prefix of its pattern
+ * (and a pattern that ends in an owner's stop, its prefix followed by a stop): 3-step patterns
+ * cover every shorter one. Beyond depth 3, those ending in an owner's stop are skipped: each
+ * history ends with one anyway.
+ */
+function patternsOfDepth(depth: number): Kind[][] {
+  let patterns: Kind[][] = [[]];
+  for (let i = 0; i < depth; i++) patterns = patterns.flatMap((pattern) => KIND_NAMES.map((kind) => [...pattern, kind]));
+  const holds = (pattern: Kind[]) => pattern.filter((kind) => kind === 'hold').length;
+  const order = (a: Kind[], b: Kind[]) => telling(b) - telling(a) || requestsOf(a) - requestsOf(b) || holds(a) - holds(b);
+  if (depth > 3) return patterns.filter((pattern) => pattern.at(-1) !== 'ownerStop').sort(order);
+  return patterns.sort(order);
+}
+
+/** Requests to stop and interact the systematic phase needs for every 3-step pattern (each from a fresh session, with its final stop). */
+export const REQUESTS_FOR_EVERY_THREE_STEP_PATTERN = patternsOfDepth(3).reduce((sum, pattern) => sum + requestsOf(pattern) + 2, 0);
+
+/** What the systematic phase covered: for each length, the share of its patterns some history ran whole, from a fresh session. */
+function coverageLine(covered: Map<number, Set<string>>): string {
+  const parts: string[] = [];
+  const whole: number[] = [];
+  for (let length = 1; length <= MAX_DEPTH; length++) {
+    const share = (covered.get(length)?.size ?? 0) / KIND_NAMES.length ** length;
+    if (share === 1) whole.push(length);
+    else if (share > 0) parts.push(`${Math.floor(share * 100)}% of ${length}-step patterns`);
+  }
+  const all = whole.length ? [`all ${whole.length > 1 ? `${whole.slice(0, -1).join('-, ')}- and ` : ''}${whole.at(-1)}-step patterns`] : [];
+  return [...all, ...parts].join(', ') || 'no pattern';
+}
+
+
+/**
+ * The systematic phase: every pattern of step kinds over one session, up to 3 steps and beyond as
+ * its budget allows (patternsOfDepth), each from a fresh session and followed by the owner's stop,
+ * several at once while the target shows no limit. Deterministic: it needs no seed.
+ */
+export async function searchSystematically(options: ExploreOptions): Promise<Exploration> {
+  const budget = new Budget(options.requests, options.until, options.pacer);
+  const state = phaseState();
+  const covered = new Map<number, Set<string>>();
+  const holdMs = options.settings.durationToleranceMs + 10;
+  let failure: { history: History; message: string; pattern: Kind[]; index: number } | undefined;
+  /** One pattern from a fresh session, then the owner's stop. A stop without a valid key takes its key by the pattern's place: the same every run. */
+  const runPattern = async (pattern: Kind[], index: number, within: Budget) => {
+    const history = new History();
+    let ran = 0;
+    const message = await runHistory(options, within, state, history, async (real) => {
+      await real.sessions.reserve(1);
+      const model: Model = { sessions: [], capacity: 1 };
+      within.spend(1);
+      await provisionInto(model, real);
+      let keyless = index;
+      for (const kind of pattern) {
+        const step = stepOfKind(kind, within, kind === 'keylessStop' ? keyless++ : 0, holdMs);
+        if (!step.check(model)) return;
+        await step.run(model, real);
+        ran += 1;
+      }
+      const stop = ownerStopStep(within, 0);
+      if (model.sessions[0].live && stop.check(model)) await stop.run(model, real);
+    });
+    return { history, message, ran };
+  };
+  for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime; depth++) {
+    const patterns = patternsOfDepth(depth);
+    let next = 0;
+    const lane = async (number: number) => {
+      while (!failure && next < patterns.length && budget.affords(0)) {
+        if (number >= options.pacer.lanes) {
+          await sleep(LANE_PAUSE_MS, undefined, { signal: options.api.signal });
+          continue;
+        }
+        const index = next++;
+        const pattern = patterns[index];
+        // Provisioning, the pattern and the final stop.
+        if (!budget.affords(requestsOf(pattern) + 2)) return;
+        const { history, message, ran } = await runPattern(pattern, index, budget);
+        for (let length = 1; length <= ran; length++) {
+          if (!covered.has(length)) covered.set(length, new Set());
+          covered.get(length)!.add(pattern.slice(0, length).join());
+        }
+        if (message && !failure) failure = { history, message, pattern, index };
+      }
+    };
+    await Promise.all(Array.from({ length: LANES }, (_, number) => lane(number)));
+    if (next < patterns.length) break;
+  }
+  if (budget.halted && !failure) throw budget.halted;
+  const exploration = { ...finish('systematic', state, budget, 'the systematic phase runs the same patterns every time'), covered: coverageLine(covered), everyThreeStep: (covered.get(3)?.size ?? 0) === KIND_NAMES.length ** 3 };
+  if (failure) {
+    // Other histories ran beside it: run the pattern once more alone, so that the report says whether it breaks on its own.
+    const requests = requestsOf(failure.pattern) + 2;
+    const alone = await runPattern(failure.pattern, failure.index, new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer));
+    const shown = alone.message ? alone : failure;
+    exploration.failure = shown.message;
+    exploration.counterexample = [
+      alone.message
+        ? `A history of ${alone.history.length} steps breaks the model (systematic phase, pattern ${failure.pattern.join(', ')}, run alone; every run tries it):`
+        : `A history of ${failure.history.length} steps breaks the model while other histories of the team run beside it (systematic phase, pattern ${failure.pattern.join(', ')}); run alone, it passed:`,
+      ...shown.history.lines,
+      `Found after ${state.histories} histories; ${budget.spent} requests to stop and interact in all.`,
+    ].join('\n');
+  }
+  return exploration;
+}
