@@ -17,7 +17,7 @@ import { Ledger, ledgerFile } from './domain/ledger';
 import { COMMAND_PIPE_VARIABLE, endingFile } from './playwright/global-setup';
 import { channel, removeRunFolder, reportsFolderInUse } from './coordination/run-folder';
 import { RULE_IDS, RULES, type RuleId } from './config/rules';
-import { stopOpenSessions } from './domain/sessions';
+import { stopOpenSessions } from './domain/cleanup';
 import { ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TABLE, type Settings } from './config/settings';
 import { junitXml } from './playwright/summary-reporter';
 import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from './report/verdict';

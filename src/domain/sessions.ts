@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient, interactPath, summary, type Answer, type Client } from './client';
+import { interactPath, summary, type Answer, type Client } from './client';
 import { openAccount } from './account';
 import { countProvisioningRetry, countSession } from '../coordination/cost';
 import { SessionSlots } from '../coordination/session-slots';
@@ -14,7 +14,9 @@ import type { Ledger } from './ledger';
 import { RunError } from '../config/errors';
 import { schemaErrors } from '../checks/schemas';
 import type { Settings } from '../config/settings';
-import { identitiesFor, type Identities, type Identity } from './target';
+import { type Identities, type Identity } from './target';
+import { openingOf, type Opening } from './cap-discovery';
+import { stopAsOwner } from './cleanup';
 
 export interface Session {
   jobId: string;
@@ -36,9 +38,6 @@ export interface ProvisionOptions {
   /** Room for it was taken with others (provisionMany): a cap that shows is the caller's to handle. */
   reserved?: boolean;
 }
-
-/** Refusals for a cap while the run holds nothing of the team's (over 5 s at least), after which an interact gives up. */
-const EMPTY_HANDED_REFUSALS = 5;
 
 /** How long a provisioning interact answered 404 just after its scrape is tried again (100 ms, then twice as long each time). */
 export const PROVISIONING_RACE_MS = 5_000;
@@ -204,7 +203,7 @@ export class Sessions {
     // On a stopped session it may open a new one: a cap on live sessions then refuses it (429) for as
     // long as other tests hold theirs, and the refusal is the answer, not a wait.
     const reopens = ledger.endedHere(api.target.baseURL, jobId, owner.name);
-    const opening = this.opening(owner, jobId, reopens);
+    const opening = openingOf(this.options, owner, jobId, reopens);
     const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, ...(reopens ? { giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true } : {}) }).catch((error) => {
       opening.ended();
       throw error;
@@ -231,85 +230,6 @@ export class Sessions {
     // Room stays taken for a session that could not be stopped: it may still count against the cap.
     if (!problems.length) for (const room of this.room.values()) (room.slots.release(), (room.taken = 0));
     return problems;
-  }
-
-  /**
-   * One interact that may open a session on `jobId`, as the ledger and the cap see it. With `marks`,
-   * each attempt is 'opening' while in flight, a 4xx opened nothing ('not-opened': a test waiting
-   * out a 429 holds nothing), and a 5xx or no answer may have opened one ('maybe-open'). A 429 whose
-   * words name a cap, or sent while the rate's known window had room, shows the cap at once; without
-   * either, two 429s in a row, each with the team's rate limit shown to have room by a probe (a
-   * window that just turned lets the second through). The cap is at most the sessions and scrapes the
-   * run may have held live while it was refused (`cap`).
-   */
-  private opening(owner: Identity, jobId: string, marks: boolean) {
-    const { api, ledger } = this.options;
-    const entry = { target: api.target.baseURL, jobId, identity: owner.name };
-    let sentAt = 0;
-    let roomBefore = false;
-    let emptyHanded = 0;
-    let emptyHandedSince: number | undefined;
-    const opening = {
-      cap: undefined as number | undefined,
-      onAttempt: () => {
-        if (marks) ledger.session('opening', entry);
-        sentAt = Date.now();
-      },
-      giveUpOn429: async (attempt: number, answer: Answer) => {
-        const receivedAt = Date.now();
-        if (marks) ledger.session('not-opened', entry);
-        // A rate's refusal, by its words or by the window's count: wait for the window.
-        const { kind, roomInWindow } = answer.refusal ?? {};
-        if (kind === 'rate' || (kind === undefined && roomInWindow === false)) return false;
-        const others = ledger.liveSessions(api.target.baseURL, owner.name, jobId) > 0;
-        // A cap's, by its words or because the window had room; otherwise two in a row with room shown by a probe.
-        const told = kind === 'cap' || roomInWindow === true;
-        const room = !told && others && (roomBefore || (attempt & (attempt - 1)) === 0) && (await this.limitHasRoom(owner));
-        const shown = told || (room && roomBefore);
-        roomBefore = room;
-        if (!shown) return false;
-        opening.cap = await this.capAt(owner, jobId, sentAt, receivedAt);
-        // A cap met while the run held nothing of the team's: no slot the run can free will make room.
-        if (opening.cap === 0 && told) emptyHandedSince ??= receivedAt;
-        if (opening.cap === 0 && told && ++emptyHanded >= EMPTY_HANDED_REFUSALS && receivedAt - emptyHandedSince! >= 5_000) {
-          throw new RunError(
-            `an interact that would open a session was refused for a cap ${emptyHanded} times (${summary(answer)}) while this run held no session or scrape of the ${owner.name}: ` +
-              'another client is using the team, or the target keeps the slots of sessions already stopped (a stop must release its browser)',
-          );
-        }
-        return opening.cap > 0;
-      },
-      /** What came of it: its answer's status, or none. */
-      ended: (status?: number) => {
-        if (marks) ledger.session(status === 200 ? 'live' : status !== undefined && status < 500 ? 'not-opened' : 'maybe-open', { ...entry, status });
-      },
-    };
-    return opening;
-  }
-
-  /**
-   * The sessions of the team the run may have held live between `sentAt` and `receivedAt` (epoch
-   * ms), but the one on `jobId`. Interacts of other tests still in flight are waited for, a few
-   * seconds at most: one that opens nothing is not counted, one still unanswered is.
-   */
-  private async capAt(owner: Identity, jobId: string, sentAt: number, receivedAt: number): Promise<number> {
-    const { api, ledger, settings } = this.options;
-    const until = performance.now() + Math.min(settings.requestTimeoutMs, 5_000);
-    for (;;) {
-      const { count, pending } = ledger.possiblyLive(api.target.baseURL, owner.name, jobId, sentAt, receivedAt);
-      if (!pending || performance.now() >= until) return count;
-      await sleep(50, undefined, { signal: api.signal });
-    }
-  }
-
-  /**
-   * Whether the team's rate limit has room just after a 429 to an interact: a stop of an unknown job
-   * by the same team is not refused. Asked at the 1st, 2nd, 4th, 8th... 429 of one interact (and
-   * right after one that had room), so that a rate limit costs few such stops.
-   */
-  private async limitHasRoom(owner: Identity): Promise<boolean> {
-    const probe = await this.options.api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: owner, on429: 'once', attach: false });
-    return probe.status !== 429;
   }
 
   /** A scrape job; it goes in the ledger when a session may follow (`forSession`). */
@@ -345,10 +265,10 @@ export class Sessions {
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
     let interact: Answer;
-    let opening: ReturnType<Sessions['opening']>;
+    let opening: Opening;
     // A job the target writes after answering its scrape (the hosted service does) may not be found at once: 404 is tried again, PROVISIONING_RACE_MS at most.
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
-      opening = this.opening(owner, jobId, true);
+      opening = openingOf(this.options, owner, jobId, true);
       interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true }).catch((error) => {
         opening.ended();
         throw error;
@@ -363,59 +283,5 @@ export class Sessions {
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
     return { jobId, scrape, created: interact, owner };
-  }
-}
-
-/**
- * Stops, as the team that created it, every session the ledger holds open and `include` selects: for
- * the global teardown and `npm run cleanup`. An external target's sessions need its key, so only
- * those of the configured BASE_URL can be stopped.
- */
-export async function stopOpenSessions(ledger: Ledger, settings: Settings, include: (entry: ReturnType<Ledger['open']>[number]) => boolean = () => true) {
-  const stopped: string[] = [];
-  const failed: string[] = [];
-  // All at once, as a test's teardown does.
-  await Promise.all(
-    ledger.open().filter(include).map(async (entry) => {
-      const label = `${entry.jobId} at ${entry.target}${entry.test ? ` (test ${entry.test})` : ''}`;
-      if (!entry.embedded && entry.target !== settings.baseURL) {
-        failed.push(`${label}: another target; run the cleanup with BASE_URL=${entry.target} and its owner's API_KEY`);
-        return;
-      }
-      const target = { baseURL: entry.target, embedded: entry.embedded };
-      const identities = identitiesFor(target, settings);
-      const owner = [identities.owner, identities.burst].find((identity) => identity?.name === entry.identity);
-      if (!owner) {
-        failed.push(`${label}: created by the ${entry.identity}, whose key was not given${entry.identity === 'burst team' ? '; run the cleanup with BURST_API_KEY too' : ''}`);
-        return;
-      }
-      const problem = await stopAsOwner(createClient({ target, settings, ledger }), owner, entry.jobId);
-      if (problem) failed.push(`${label}: running since ${entry.at}; ${problem}`);
-      else stopped.push(label);
-    }),
-  );
-  return { stopped: stopped.sort(), failed: failed.sort() };
-}
-
-/** How often a stop that answers 5xx is tried during cleanup, and the pause before the next try: a faulty target must not hold up the end of the run. */
-export const CLEANUP_TRIES_ON_5XX = 3;
-const CLEANUP_PAUSE_MS = 500;
-
-/**
- * One owner's stop that tries hard, within bounds: 429 is backed off by the client (within the
- * run's back-off budget), a 5xx is tried again CLEANUP_TRIES_ON_5XX times in all. Returns why the
- * session could not be stopped, or undefined once it is gone.
- */
-async function stopAsOwner(client: Client, owner: Identity, jobId: string): Promise<string | undefined> {
-  for (let attempt = 1; ; attempt++) {
-    let stop: Answer;
-    try {
-      stop = await client.send({ method: 'DELETE', path: interactPath(jobId), as: owner });
-    } catch (error) {
-      return (error as Error).message;
-    }
-    if (stop.status === 200 || stop.status === 404) return undefined;
-    if (stop.status < 500 || attempt >= CLEANUP_TRIES_ON_5XX) return `the stop answered ${stop.status}${attempt > 1 ? `, ${attempt} times` : ''}`;
-    await sleep(CLEANUP_PAUSE_MS * attempt);
   }
 }

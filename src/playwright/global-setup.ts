@@ -10,7 +10,7 @@ import { channel, reportsFolderInUse, takeReportsFolder } from '../coordination/
 import { exchange } from '../http/exchange';
 import { Ledger, ledgerFile } from '../domain/ledger';
 import { RunError } from '../config/errors';
-import { stopOpenSessions } from '../domain/sessions';
+import { stopOpenSessions } from '../domain/cleanup';
 import { loadSettingsOrExit, type Settings } from '../config/settings';
 
 /** Any HTTP answer proves the target reachable; a refused connection or a timeout does not. */

@@ -1,0 +1,103 @@
+/**
+ * How a team's cap on live sessions shows: an interact that would open a session, refused with 429,
+ * is told from a rate's refusal by its words, by the known window's room, or by a probe; the cap is
+ * what the run may have held live then (src/coordination/session-slots.ts keeps it).
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { RunError } from '../config/errors';
+import type { Settings } from '../config/settings';
+import { interactPath, summary, type Answer, type Client } from './client';
+import type { Ledger } from './ledger';
+import type { Identity } from './target';
+
+/** Refusals for a cap while the run holds nothing of the team's (over 5 s at least), after which an interact gives up. */
+const EMPTY_HANDED_REFUSALS = 5;
+
+export type Opening = ReturnType<typeof openingOf>;
+
+/** What the discovery reads: the test's client, the run ledger, how long a request may take. */
+interface CapOptions {
+  api: Client;
+  ledger: Ledger;
+  settings: Pick<Settings, 'requestTimeoutMs'>;
+}
+
+/**
+ * One interact that may open a session on `jobId`, as the ledger and the cap see it. With `marks`,
+ * each attempt is 'opening' while in flight, a 4xx opened nothing ('not-opened': a test waiting
+ * out a 429 holds nothing), and a 5xx or no answer may have opened one ('maybe-open'). A 429 whose
+ * words name a cap, or sent while the rate's known window had room, shows the cap at once; without
+ * either, two 429s in a row, each with the team's rate limit shown to have room by a probe (a
+ * window that just turned lets the second through). The cap is at most the sessions and scrapes the
+ * run may have held live while it was refused (`cap`).
+ */
+export function openingOf(options: CapOptions, owner: Identity, jobId: string, marks: boolean) {
+  const { api, ledger } = options;
+  const entry = { target: api.target.baseURL, jobId, identity: owner.name };
+  let sentAt = 0;
+  let roomBefore = false;
+  let emptyHanded = 0;
+  let emptyHandedSince: number | undefined;
+  const opening = {
+    cap: undefined as number | undefined,
+    onAttempt: () => {
+      if (marks) ledger.session('opening', entry);
+      sentAt = Date.now();
+    },
+    giveUpOn429: async (attempt: number, answer: Answer) => {
+      const receivedAt = Date.now();
+      if (marks) ledger.session('not-opened', entry);
+      // A rate's refusal, by its words or by the window's count: wait for the window.
+      const { kind, roomInWindow } = answer.refusal ?? {};
+      if (kind === 'rate' || (kind === undefined && roomInWindow === false)) return false;
+      const others = ledger.liveSessions(api.target.baseURL, owner.name, jobId) > 0;
+      // A cap's, by its words or because the window had room; otherwise two in a row with room shown by a probe.
+      const told = kind === 'cap' || roomInWindow === true;
+      const room = !told && others && (roomBefore || (attempt & (attempt - 1)) === 0) && (await limitHasRoom(options, owner));
+      const shown = told || (room && roomBefore);
+      roomBefore = room;
+      if (!shown) return false;
+      opening.cap = await capAt(options, owner, jobId, sentAt, receivedAt);
+      // A cap met while the run held nothing of the team's: no slot the run can free will make room.
+      if (opening.cap === 0 && told) emptyHandedSince ??= receivedAt;
+      if (opening.cap === 0 && told && ++emptyHanded >= EMPTY_HANDED_REFUSALS && receivedAt - emptyHandedSince! >= 5_000) {
+        throw new RunError(
+          `an interact that would open a session was refused for a cap ${emptyHanded} times (${summary(answer)}) while this run held no session or scrape of the ${owner.name}: ` +
+            'another client is using the team, or the target keeps the slots of sessions already stopped (a stop must release its browser)',
+        );
+      }
+      return opening.cap > 0;
+    },
+    /** What came of it: its answer's status, or none. */
+    ended: (status?: number) => {
+      if (marks) ledger.session(status === 200 ? 'live' : status !== undefined && status < 500 ? 'not-opened' : 'maybe-open', { ...entry, status });
+    },
+  };
+  return opening;
+}
+
+/**
+ * The sessions of the team the run may have held live between `sentAt` and `receivedAt` (epoch
+ * ms), but the one on `jobId`. Interacts of other tests still in flight are waited for, a few
+ * seconds at most: one that opens nothing is not counted, one still unanswered is.
+ */
+async function capAt(options: CapOptions, owner: Identity, jobId: string, sentAt: number, receivedAt: number): Promise<number> {
+  const { api, ledger, settings } = options;
+  const until = performance.now() + Math.min(settings.requestTimeoutMs, 5_000);
+  for (;;) {
+    const { count, pending } = ledger.possiblyLive(api.target.baseURL, owner.name, jobId, sentAt, receivedAt);
+    if (!pending || performance.now() >= until) return count;
+    await sleep(50, undefined, { signal: api.signal });
+  }
+}
+
+/**
+ * Whether the team's rate limit has room just after a 429 to an interact: a stop of an unknown job
+ * by the same team is not refused. Asked at the 1st, 2nd, 4th, 8th... 429 of one interact (and
+ * right after one that had room), so that a rate limit costs few such stops.
+ */
+async function limitHasRoom(options: CapOptions, owner: Identity): Promise<boolean> {
+  const probe = await options.api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: owner, on429: 'once', attach: false });
+  return probe.status !== 429;
+}
