@@ -9,7 +9,7 @@
  * Exit codes: 0 pass, 1 fail, 2 error of the run or of the configuration, 3 incomplete.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { hangFile } from './domain/client';
@@ -19,9 +19,9 @@ import { channel, removeRunFolder, reportsFolderInUse } from './coordination/run
 import { RULE_IDS, RULES, type RuleId } from './config/rules';
 import { stopOpenSessions } from './domain/cleanup';
 import { ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TABLE, type Settings } from './config/settings';
-import { junitXml } from './playwright/summary-reporter';
 import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from './report/verdict';
 import { buildAllureReport } from './report/allure-report';
+import { ledgerFiles, runShards, SHARD_FOLDERS, shardFolders } from './shards';
 
 const ROOT = path.join(__dirname, '..');
 const NAME = 'stop-session-conformance';
@@ -109,7 +109,16 @@ async function run(argv: string[]): Promise<number> {
   for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json', 'rate-limit', ...SHARD_FOLDERS]) {
     rmSync(path.join(settings.reportsDir, stale), { recursive: true, force: true });
   }
-  if (shards > 1) return runShards(shards, values, positionals, settings);
+  if (shards > 1) {
+    const common = [
+      ...(values['base-url'] ? ['--base-url', values['base-url']] : []),
+      ...(settings.knownDeviationsFile ? ['--known-deviations', settings.knownDeviationsFile] : []),
+      ...(values.strict ? ['--strict'] : []),
+      ...(values.grep ? ['--grep', values.grep] : []),
+      ...(values['grep-invert'] ? ['--grep-invert', values['grep-invert']] : []),
+    ];
+    return runShards(shards, common, selectedRules(values), positionals, settings);
+  }
   // Tests that judge the whole run (a project teardown) run whatever files are named: they read the rules chosen here.
   if (selectedRules(values).length) process.env[SELECTED_RULES_VARIABLE] = selectedRules(values).join(',');
   else delete process.env[SELECTED_RULES_VARIABLE];
@@ -140,94 +149,6 @@ function playwrightArguments(values: RunValues, positionals: string[]): string[]
     ...selected.map((id) => path.join(ROOT, 'tests', RULES[id].file)),
     ...positionals,
   ];
-}
-
-const SHARD_FOLDERS = Array.from({ length: 16 }, (_, index) => `shard-${index + 1}`);
-
-/** The folders of a sharded run under a reports folder (--shards), that exist. */
-const shardFolders = (reportsDir: string) => [...SHARD_FOLDERS, 'rate-limit'].map((folder) => path.join(reportsDir, folder)).filter((folder) => existsSync(folder));
-/** A folder's ledger and the one an earlier run left. */
-const ledgerFiles = (folder: string) => [ledgerFile(folder), ledgerFile(folder).replace(/\.jsonl$/, '.previous.jsonl')];
-
-/**
- * `--shards N`: N runs of the suite side by side, each with every selected rule but rate-limit
- * (`<reports>/shard-<i>`); then rate-limit alone (`<reports>/rate-limit`), since its burst drains a
- * team's limit and the quiet spell that keeps its sends apart holds within one run; then one
- * verdict (`<reports>/conformance-summary.json`, `junit.xml`) and one Allure report of them all.
- */
-async function runShards(total: number, values: RunValues, positionals: string[], settings: Settings): Promise<number> {
-  const common = [
-    ...(values['base-url'] ? ['--base-url', values['base-url']] : []),
-    ...(settings.knownDeviationsFile ? ['--known-deviations', settings.knownDeviationsFile] : []),
-    ...(values.strict ? ['--strict'] : []),
-    ...(values.grep ? ['--grep', values.grep] : []),
-    ...(values['grep-invert'] ? ['--grep-invert', values['grep-invert']] : []),
-  ];
-  const selected = selectedRules(values);
-  const rest = (selected.length ? selected : RULE_IDS).filter((id) => id !== 'rate-limit');
-  // The whole folder is this run's while it lasts: another run or a cleanup must not take its shards' sessions.
-  const lock = path.join(settings.reportsDir, '.run.lock');
-  mkdirSync(settings.reportsDir, { recursive: true });
-  writeFileSync(lock, String(process.pid));
-  let interrupted: NodeJS.Signals | undefined;
-  const onSignal = (signal: NodeJS.Signals) => (interrupted ??= signal);
-  process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
-  const child = (args: string[], log?: string) =>
-    new Promise<number>((resolve) => {
-      const out = log ? openSync(log, 'w') : 'inherit';
-      const run = spawn(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', ...common, ...args, ...(positionals.length ? ['--', ...positionals] : [])], { stdio: ['ignore', out, out] });
-      const forward = () => run.kill('SIGTERM');
-      process.on('SIGINT', forward).on('SIGTERM', forward);
-      run.on('close', (code) => {
-        process.off('SIGINT', forward).off('SIGTERM', forward);
-        resolve(code ?? EXIT_CODES.error);
-      });
-    });
-  try {
-    return await shardsThenBurst(total, rest, selected, settings, child, () => interrupted);
-  } finally {
-    process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
-    rmSync(lock, { force: true });
-  }
-}
-
-/** The stages of --shards: the shards side by side, the burst alone, one verdict and one report. */
-async function shardsThenBurst(total: number, rest: RuleId[], selected: RuleId[], settings: Settings, child: (args: string[], log?: string) => Promise<number>, interrupted: () => NodeJS.Signals | undefined): Promise<number> {
-  const folders: string[] = [];
-  const codes: number[] = [];
-  if (rest.length) {
-    const shardDirs = SHARD_FOLDERS.slice(0, total).map((folder) => path.join(settings.reportsDir, folder));
-    for (const folder of shardDirs) mkdirSync(folder, { recursive: true });
-    console.log(`Running ${total} shards side by side (rules ${rest.join(', ')}); their output goes to ${path.relative(process.cwd(), settings.reportsDir) || '.'}/shard-<i>/run.log.`);
-    const shardCodes = await Promise.all(shardDirs.map((folder, index) => child([...rest.flatMap((id) => ['--rule', id]), `--shard=${index + 1}/${total}`, '--reports', folder, '--no-allure'], path.join(folder, 'run.log'))));
-    shardCodes.forEach((code, index) => console.log(`  shard ${index + 1}/${total}: exit ${code} (${path.relative(process.cwd(), path.join(shardDirs[index], 'run.log'))})`));
-    folders.push(...shardDirs);
-    codes.push(...shardCodes);
-  }
-  if ((!selected.length || selected.includes('rate-limit')) && !interrupted()) {
-    const folder = path.join(settings.reportsDir, 'rate-limit');
-    console.log('Rule rate-limit, alone, after the shards:');
-    codes.push(await child(['--rule', 'rate-limit', '--reports', folder, '--no-allure']));
-    folders.push(folder);
-  }
-  const summaries = folders.map((folder) => path.join(folder, 'conformance-summary.json')).filter((file) => existsSync(file));
-  if (!summaries.length) {
-    console.error('No shard wrote a conformance summary: see the errors above.');
-    return EXIT_CODES.error;
-  }
-  const merged = mergeSummaries(summaries.map((file) => JSON.parse(readFileSync(file, 'utf8')) as Summary));
-  writeFileSync(path.join(settings.reportsDir, 'conformance-summary.json'), JSON.stringify(merged, null, 2));
-  writeFileSync(path.join(settings.reportsDir, 'junit.xml'), junitXml(merged, new Map()));
-  console.log(renderSummary(merged));
-  const results = folders.map((folder) => path.join(folder, 'allure-results')).filter((dir) => existsSync(dir));
-  if (results.length) {
-    const report = buildAllureReport(results, settings.reportsDir);
-    console.log(report ? `Allure report: ${path.relative(process.cwd(), report)}` : 'The Allure report could not be generated.');
-  }
-  // A process that ended in an error (2, or a crash), or a run stopped by a signal, is an error, unless a failure was found.
-  if (interrupted()) console.error(`${interrupted()}: the run was stopped${selected.includes('rate-limit') || !selected.length ? ' before the rate-limit rule' : ''}.`);
-  const crashed = !!interrupted() || codes.some((code) => ![EXIT_CODES.pass, EXIT_CODES.fail, EXIT_CODES.incomplete].includes(code));
-  return crashed && merged.exitCode !== EXIT_CODES.fail ? EXIT_CODES.error : merged.exitCode;
 }
 
 /**
