@@ -18,10 +18,16 @@ import { writeSpend } from '../coordination/cost';
 import { createClient, type Client } from '../domain/client';
 import { Ledger, ledgerFile } from '../domain/ledger';
 import { Sessions, type Session } from '../domain/sessions';
-import { identitiesFor, targetFrom, type Identities, type Target } from '../domain/target';
+import { burstHasOwnTeam, identitiesFor, targetFrom, type Identities, type Target } from '../domain/target';
 import { checkFixtures } from './checks';
 
 export { expect } from '../checks/expect';
+
+/**
+ * The burst's lock: on a third team's limit, apart from other bursts only; on the owner's, Playwright's
+ * "-exclusive-" lock (it runs once no other test is running). Decided here, where the settings are read.
+ */
+export const burstLock = () => (burstHasOwnTeam(loadSettings()) ? 'rate-limit-burst' : '-exclusive-');
 
 export const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteHoldMs: number }, { settings: Settings; knownDeviationsFile: string | undefined }> = {
   /** For the kit's variant matrix: the known-deviations file of this worker's target, in place of KNOWN_DEVIATIONS. */

@@ -7,16 +7,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { test, expect } from '../../src/playwright/fixtures';
+import { burstLock, test, expect } from '../../src/playwright/fixtures';
 import { notVerifiable } from '../../src/checks/checks';
 import { interactPath, summary, type Answer } from '../../src/domain/client';
-import type { Session } from '../../src/domain/sessions';
 import { checkSurvived, expectRevealsNothing, ownerValuesOf, refusalHoldMs } from '../../src/domain/refusals';
 import { RunError } from '../../src/config/errors';
 import { scheduleFor } from '../../src/coordination/schedule';
+import { peakPerSecond, sendBurst } from '../../src/domain/burst';
 import { spec } from '../../src/config/rules';
-import { loadSettings } from '../../src/config/settings';
-import { burstHasOwnTeam } from '../../src/domain/target';
 
 /**
  * Two live sessions go into the burst: their owner stops the first once a 429 shows the limiter
@@ -27,7 +25,7 @@ const CANDIDATES = 2;
 
 test(
   'a burst of concurrent stops gets at least one 429 and otherwise 404, a stop it throttled does nothing, and the limiter recovers',
-  { ...spec('rate-limit/burst'), lock: burstHasOwnTeam(loadSettings()) ? 'rate-limit-burst' : '-exclusive-' },
+  { ...spec('rate-limit/burst'), lock: burstLock() },
   async ({ api, sessions, identities, settings, check }, testInfo) => {
     const [team, teamValues] = identities.burst ? [identities.burst, identities.burstTeam] : [identities.owner, identities.ownerTeam];
     const recover = () =>
@@ -47,63 +45,24 @@ test(
     // Where the run knows the team's rate, the burst is just wider than the room left in the window: a few refusals prove the limit, not hundreds.
     const room = settings.reportsDir ? scheduleFor(settings.reportsDir, api.target.baseURL, team.team ?? team.name, 'interact', settings.rateLimit).room() : undefined;
     const concurrency = room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2);
-    const unknown = interactPath(randomUUID());
-    const answers: Answer[] = [];
-    const stops: { session: Session; answer: Answer }[] = [];
-    let pending: Promise<unknown> | undefined;
-    let burstMs = 0;
-    let lost = 0;
     const bounds = `${settings.burstRequests} requests or ${settings.burstSeconds} s`;
-    await test.step(`the ${team.name} sends stops of an unknown job, ${concurrency} at a time${room === undefined ? '' : ` (its window has room for ${room})`}, until its first 429 (at most ${bounds}); once one gets 429, it also stops a live session of its own`, () =>
+    const { answers, stops, lost, burstMs } = await test.step(
+      `the ${team.name} sends stops of an unknown job, ${concurrency} at a time${room === undefined ? '' : ` (its window has room for ${room})`}, until its first 429 (at most ${bounds}); once one gets 429, it also stops a live session of its own`,
       // No other request of the run is in flight meanwhile: the burst would widen the intervals they measure.
-      api.quietly(async () => {
-        const ownerHadRoom = identities.burst !== undefined && (await ownerHasRoom());
-        const started = performance.now();
-        let next = 0;
-        const stopNext = async (candidate: Session) => {
-          stops.push({ session: candidate, answer: await api.send({ method: 'DELETE', path: interactPath(candidate.jobId), as: team, on429: 'once', pooled: true }) });
-          pending = undefined;
-        };
-        // Until the limiter has throttled an owner's stop (or every candidate got through), an answer
-        // that is neither 404 nor 429 came (the check below names it), or a bound is reached.
-        const done = () =>
-          next >= settings.burstRequests ||
-          performance.now() - started >= settings.burstSeconds * 1000 ||
-          answers.some((answer) => answer.status !== 404 && answer.status !== 429) ||
-          (!pending && (stops.some((stop) => stop.answer.status === 429) || stops.length === candidates.length));
-        const lane = async () => {
-          while (!done()) {
-            next += 1;
-            // The first stop of its own goes right behind the first wave: a limit below the wave throttles it whatever the client's speed.
-            if (next === Math.min(concurrency, settings.burstRequests) && !stops.length && !pending) pending = stopNext(candidates[0]);
-            // A stop of no job that failed on its way (a busy machine's connection reset, a timeout under hundreds at once) changes nothing: it is counted, and a few of them end nothing.
-            const answer = await api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true }).catch((error: unknown) => {
-              if (++lost > Math.max(5, next / 20)) throw error;
-              return undefined;
+      () =>
+        api.quietly(async () => {
+          const ownerHadRoom = identities.burst !== undefined && (await ownerHasRoom());
+          const burst = await sendBurst({ api, team, candidates, concurrency, planned: room !== undefined, settings });
+          // A burst team whose limit is not its own (a limit per client address, say) drained the others' too: they wait for its recovery.
+          if (ownerHadRoom && burst.answers.some((answer) => answer.status === 429) && !(await ownerHasRoom())) {
+            testInfo.annotations.push({
+              type: 'note',
+              description: "the owner's limit had room before the burst and none after it: the burst team's limit is shared with the owner's, so every other request waited for it to recover. For a target that limits per client address, leave BURST_API_KEY out.",
             });
-            if (!answer) continue;
-            answers.push(answer);
-            const throttled = stops.some((stop) => stop.answer.status === 429);
-            if (answer.status === 429 && !pending && !throttled && stops.length < candidates.length) pending = stopNext(candidates[stops.length]);
-            // A burst planned to the room left ends its lane at a 429 once a stop of its own was throttled (or none is left): more refusals prove nothing more.
-            if (room !== undefined && answer.status === 429) {
-              await pending;
-              if (stops.some((stop) => stop.answer.status === 429) || stops.length === candidates.length) break;
-            }
+            recovered = await recover();
           }
-        };
-        await Promise.all(Array.from({ length: Math.min(concurrency, settings.burstRequests) }, lane));
-        await pending;
-        burstMs = Math.round(performance.now() - started);
-        // A burst team whose limit is not its own (a limit per client address, say) drained the others' too: they wait for its recovery.
-        if (ownerHadRoom && answers.some((answer) => answer.status === 429) && !(await ownerHasRoom())) {
-          testInfo.annotations.push({
-            type: 'note',
-            description: "the owner's limit had room before the burst and none after it: the burst team's limit is shared with the owner's, so every other request waited for it to recover. For a target that limits per client address, leave BURST_API_KEY out.",
-          });
-          recovered = await recover();
-        }
-      }),
+          return burst;
+        }),
     );
     const counts: Record<number, number> = {};
     for (const answer of answers) counts[answer.status] = (counts[answer.status] ?? 0) + 1;
@@ -142,14 +101,3 @@ test(
     await checkSurvived(check, 'throttled-stop-did-nothing', stop, throttled.session, throttled.answer, settings);
   },
 );
-
-/** The most answers that arrived within any one second of the burst. */
-function peakPerSecond(answers: Answer[]): number {
-  const times = answers.map((answer) => answer.receivedAt).sort((a, b) => a - b);
-  let peak = 0;
-  for (let last = 0, first = 0; last < times.length; last++) {
-    while (times[last] - times[first] >= 1000) first++;
-    peak = Math.max(peak, last - first + 1);
-  }
-  return peak;
-}

@@ -1,0 +1,84 @@
+/**
+ * The burst of the rate-limit rule: stops of an unknown job, `concurrency` at a time, until the
+ * team's first 429 or a bound (BURST_REQUESTS, BURST_SECONDS); once a 429 shows the limiter
+ * saturated, the team also stops a live session of its own (`candidates`, one after the other if
+ * the first got through), so that a throttled stop is there to check.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Settings } from '../config/settings';
+import { interactPath, type Answer, type Client } from './client';
+import type { Session } from './sessions';
+import type { Identity } from './target';
+
+export interface Burst {
+  answers: Answer[];
+  /** The team's stops of its own sessions, in the order sent. */
+  stops: { session: Session; answer: Answer }[];
+  /** Stops of no job that failed on their way (a connection reset, a timeout under hundreds at once). */
+  lost: number;
+  burstMs: number;
+}
+
+export async function sendBurst({ api, team, candidates, concurrency, planned, settings }: {
+  api: Client;
+  team: Identity;
+  candidates: Session[];
+  concurrency: number;
+  /** Sized to the room left in a known window: a lane ends at a 429 once a stop of its own was throttled. */
+  planned: boolean;
+  settings: Pick<Settings, 'burstRequests' | 'burstSeconds'>;
+}): Promise<Burst> {
+  const unknown = interactPath(randomUUID());
+  const answers: Answer[] = [];
+  const stops: Burst['stops'] = [];
+  let pending: Promise<unknown> | undefined;
+  let lost = 0;
+  const started = performance.now();
+  let next = 0;
+  const stopNext = async (candidate: Session) => {
+    stops.push({ session: candidate, answer: await api.send({ method: 'DELETE', path: interactPath(candidate.jobId), as: team, on429: 'once', pooled: true }) });
+    pending = undefined;
+  };
+  // Until the limiter has throttled an owner's stop (or every candidate got through), an answer
+  // that is neither 404 nor 429 came (the rule names it), or a bound is reached.
+  const done = () =>
+    next >= settings.burstRequests ||
+    performance.now() - started >= settings.burstSeconds * 1000 ||
+    answers.some((answer) => answer.status !== 404 && answer.status !== 429) ||
+    (!pending && (stops.some((stop) => stop.answer.status === 429) || stops.length === candidates.length));
+  const lane = async () => {
+    while (!done()) {
+      next += 1;
+      // The first stop of its own goes right behind the first wave: a limit below the wave throttles it whatever the client's speed.
+      if (next === Math.min(concurrency, settings.burstRequests) && !stops.length && !pending) pending = stopNext(candidates[0]);
+      // A stop of no job that failed on its way changes nothing: it is counted, and a few of them end nothing.
+      const answer = await api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true }).catch((error: unknown) => {
+        if (++lost > Math.max(5, next / 20)) throw error;
+        return undefined;
+      });
+      if (!answer) continue;
+      answers.push(answer);
+      const throttled = stops.some((stop) => stop.answer.status === 429);
+      if (answer.status === 429 && !pending && !throttled && stops.length < candidates.length) pending = stopNext(candidates[stops.length]);
+      // A planned burst ends its lane at a 429 once a stop of its own was throttled (or none is left): more refusals prove nothing more.
+      if (planned && answer.status === 429) {
+        await pending;
+        if (stops.some((stop) => stop.answer.status === 429) || stops.length === candidates.length) break;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, settings.burstRequests) }, lane));
+  await pending;
+  return { answers, stops, lost, burstMs: Math.round(performance.now() - started) };
+}
+
+/** The most answers that arrived within any one second of the burst. */
+export function peakPerSecond(answers: Answer[]): number {
+  const times = answers.map((answer) => answer.receivedAt).sort((a, b) => a - b);
+  let peak = 0;
+  for (let last = 0, first = 0; last < times.length; last++) {
+    while (times[last] - times[first] >= 1000) first++;
+    peak = Math.max(peak, last - first + 1);
+  }
+  return peak;
+}
