@@ -36,7 +36,7 @@ export async function sendBurst({ api, team, candidates, concurrency, planned, s
   const started = performance.now();
   let next = 0;
   const stopNext = async (candidate: Session) => {
-    stops.push({ session: candidate, answer: await api.send({ method: 'DELETE', path: interactPath(candidate.jobId), as: team, on429: 'once', pooled: true }) });
+    stops.push({ session: candidate, answer: await api.stop(candidate.jobId, team, { on429: 'once', pooled: true }) });
     pending = undefined;
   };
   // Until the limiter has throttled an owner's stop (or every candidate got through), an answer

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
-import { interactPath, summary, type Answer, type Client } from './client';
+import { summary, type Answer, type Client } from './client';
 import type { Ledger } from './ledger';
 import type { Identity } from './target';
 
@@ -98,6 +98,6 @@ async function capAt(options: CapOptions, owner: Identity, jobId: string, sentAt
  * right after one that had room), so that a rate limit costs few such stops.
  */
 async function limitHasRoom(options: CapOptions, owner: Identity): Promise<boolean> {
-  const probe = await options.api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: owner, on429: 'once', attach: false });
+  const probe = await options.api.stop(randomUUID(), owner, { on429: 'once', attach: false });
   return probe.status !== 429;
 }

@@ -1,7 +1,7 @@
 /** Stopping what a run left open: the global teardown's and `cleanup`'s stops, each tried hard within bounds. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Settings } from '../config/settings';
-import { createClient, interactPath, type Answer, type Client } from './client';
+import { createClient, type Answer, type Client } from './client';
 import type { Ledger } from './ledger';
 import { identitiesFor, type Identity } from './target';
 
@@ -49,7 +49,7 @@ export async function stopAsOwner(client: Client, owner: Identity, jobId: string
   for (let attempt = 1; ; attempt++) {
     let stop: Answer;
     try {
-      stop = await client.send({ method: 'DELETE', path: interactPath(jobId), as: owner });
+      stop = await client.stop(jobId, owner);
     } catch (error) {
       return (error as Error).message;
     }

@@ -155,6 +155,10 @@ export function createClient(options: ClientOptions) {
     },
     /** Runs `send` while no other worker's request is in flight (at most REQUEST_TIMEOUT_MS is waited for them), holding theirs back. */
     quietly: <T>(send: () => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, signal, send) : send()),
+    /** The stop of `jobId`'s session as `as`: DELETE /v2/scrape/{jobId}/interact. */
+    stop(jobId: string, as: Identity, options: Omit<SendOptions, 'method' | 'path' | 'as'> = {}): Promise<Answer> {
+      return this.send({ method: 'DELETE', path: interactPath(jobId), as, ...options });
+    },
     async send(request: SendOptions): Promise<Answer> {
       const on429 = request.on429 ?? (request.as.withoutValidKey ? 'once' : 'retry');
       const team = request.as.team ?? request.as.name;

@@ -10,7 +10,7 @@ import { isNewCharge } from './settlements';
 import { notVerifiable, type Check } from '../checks/checks';
 import { note, step } from '../checks/recorder';
 import { DeclaredBehaviour } from '../config/errors';
-import { interactPath, summary, type Answer, type Client } from './client';
+import { summary, type Answer, type Client } from './client';
 import { expect } from '../checks/expect';
 import type { Session, Sessions } from './sessions';
 import type { Settings } from '../config/settings';
@@ -119,22 +119,22 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
   const holdMs = Math.round(refusalHoldMs(settings, session.created.receivedAt - session.created.sentAt));
   await step(`hold the session ${holdMs} ms`, () => sleep(holdMs - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
   const refusersConnection = api.connection();
-  const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser, connection: refusersConnection }));
+  const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.stop(session.jobId, refuser, { connection: refusersConnection }));
   // The owner's key under a scheme word its file declares ignored is the owner's: no refusal to repeat.
   const takenAsOwner = refuser.team !== undefined && refuser.team === owner.team;
   const again = takenAsOwner
     ? undefined
     : await step(`${refuser.name} asks again, on a connection that has just carried the owner's valid request`, async () => {
         const ownersConnection = api.connection();
-        await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: owner, connection: ownersConnection });
-        const answer = await api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser, connection: ownersConnection });
+        await api.stop(randomUUID(), owner, { connection: ownersConnection });
+        const answer = await api.stop(session.jobId, refuser, { connection: ownersConnection });
         api.release(ownersConnection);
         return answer;
       });
   if (again && !again.reusedConnection) note("the target closed the connection after the owner's request: the refusal could not share it");
   const third = takenAsOwner
     ? undefined
-    : await step(`${refuser.name} asks a third time, on its own connection`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: refuser, connection: refusersConnection }));
+    : await step(`${refuser.name} asks a third time, on its own connection`, () => api.stop(session.jobId, refuser, { connection: refusersConnection }));
   await check('refused', () => {
     expectRefused(refusal);
     if (again) expectRefused(again);
@@ -146,7 +146,7 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
     if (used.status !== 200) await check('survives', () => expect(used.status, `the session must still be usable after the refusal: ${summary(used)}`).toBe(200));
   }
   await step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
-  const stop = await step("the owner stops the session, on the connection the refuser's request came on", () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: owner, connection: refusersConnection }));
+  const stop = await step("the owner stops the session, on the connection the refuser's request came on", () => api.stop(session.jobId, owner, { connection: refusersConnection }));
   if (takenAsOwner && refusal.status === 200) {
     // Taken as the owner's key, as the target's file declares: that request stopped the session, and this stop must find it settled.
     await check('survives', () => {

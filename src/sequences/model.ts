@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type * as FastCheck from 'fast-check';
 import { durationVerdict, expectCreditsFor, type Interval } from '../domain/billing';
 import { distinctSettlements, isNewCharge } from '../domain/settlements';
-import { interactPath, summary, type Answer, type Client, type Connection } from '../domain/client';
+import { summary, type Answer, type Client, type Connection } from '../domain/client';
 import { expectRefusal, expectRevealsNothing } from '../domain/refusals';
 import { DeclaredBehaviour, plain, RunError } from '../config/errors';
 import { checkQuickly, expect } from '../checks/expect';
@@ -107,7 +107,7 @@ export const pick = (model: Model, index: number) => model.sessions[index % mode
 
 /** A stop on the history's shared connection, or (`ownConnection`, for stops sent at once) on one of its own. */
 export const stop = (real: Real, session: SessionModel, who: IdentityName = 'owner', ownConnection = false) =>
-  real.api.send({ method: 'DELETE', path: interactPath(session.jobId), as: real.identities[who], attach: false, ...(ownConnection ? {} : { connection: real.connection }) });
+  real.api.stop(session.jobId, real.identities[who], { attach: false, ...(ownConnection ? {} : { connection: real.connection }) });
 
 /** Provisions a session and adds it to the model as live, begun within its interact call. */
 export async function provisionInto(model: Model, real: Real): Promise<void> {
@@ -242,7 +242,7 @@ export function unknownStopStep(budget: Budget): Step {
     async run(_model, real) {
       budget.spend(1);
       real.last = this;
-      const answer = await real.api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: real.identities.owner, attach: false, connection: real.connection });
+      const answer = await real.api.stop(randomUUID(), real.identities.owner, { attach: false, connection: real.connection });
       real.history.step(`owner stops a job that never existed → ${brief(answer)}`);
       await expecting(real.history, 'a stop of a job with no session (rule 4, @must)', () => {
         expect(answer.status, 'status').toBe(404);

@@ -3,7 +3,7 @@ import { test, expect } from '../../src/playwright/fixtures';
 import { expectCreditsFor, expectDurationWithin, measuredInterval } from '../../src/domain/billing';
 import { notVerifiable } from '../../src/checks/checks';
 import { RunError } from '../../src/config/errors';
-import { interactPath, summary } from '../../src/domain/client';
+import { summary } from '../../src/domain/client';
 import { spec } from '../../src/config/rules';
 
 /**
@@ -44,7 +44,7 @@ for (const { id, title, index, gap, interacts } of holds) {
           }
         });
       }
-      const stop = await test.step('the owner stops the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.owner }));
+      const stop = await test.step('the owner stops the session', () => api.stop(session.jobId, identities.owner));
       await check('status', () => {
         expect(stop.status, summary(stop)).toBe(200);
         expect(stop.body).toMatchSchema('stop-result');

@@ -1,10 +1,10 @@
 import { test, expect } from '../../src/playwright/fixtures';
-import { interactPath, summary } from '../../src/domain/client';
+import { summary } from '../../src/domain/client';
 import { expectRefusal, expectRevealsNothing, ownerValuesOf, refuseThenOwnerStops } from '../../src/domain/refusals';
 import { spec } from '../../src/config/rules';
 
 test("a foreign team's stop answers 403 with an error body", spec('foreign-team/forbidden'), async ({ api, session, identities, check }) => {
-  const refused = await test.step('the foreign team asks to stop the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.foreign }));
+  const refused = await test.step('the foreign team asks to stop the session', () => api.stop(session.jobId, identities.foreign));
   await check('status', () => expect(refused.status, summary(refused)).toBe(403));
   await check('schema', () => expect(refused.body).toMatchSchema('error'));
 });
@@ -23,7 +23,7 @@ test(
   async ({ api, session, sessions, identities, check }) => {
     const otherJob = await test.step('the owner creates another scrape job', () => sessions.jobWithoutSession());
     const ownerValues = ownerValuesOf([session.created, otherJob.scrape], identities.ownerTeam, session.jobId);
-    const refused = await test.step('the foreign team asks to stop the session', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.foreign }));
+    const refused = await test.step('the foreign team asks to stop the session', () => api.stop(session.jobId, identities.foreign));
     await check('refused', () => expectRefusal(refused, 403));
     await check('reveals-nothing', () => expectRevealsNothing(refused, ownerValues));
   },

@@ -1,6 +1,6 @@
 import { test, expect } from '../../src/playwright/fixtures';
 import { notVerifiable } from '../../src/checks/checks';
-import { interactPath, summary, type Answer } from '../../src/domain/client';
+import { summary, type Answer } from '../../src/domain/client';
 import { expectRefusal, expectRevealsNothing, expectSchemeRefusal, ownerValuesOf, refuseThenOwnerStops } from '../../src/domain/refusals';
 import { spec, type TestId } from '../../src/config/rules';
 import type { IdentityName } from '../../src/domain/target';
@@ -26,7 +26,7 @@ for (const { id, who, title, schemeWord } of refusals) {
 }
 
 test("a stop with the owner's key under a lower-case bearer scheme is accepted with 200", spec('authentication/lower-case-bearer'), async ({ api, session, identities, check }) => {
-  const stop = await test.step('the owner stops the session with "bearer <key>"', () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.lowerCaseBearer }));
+  const stop = await test.step('the owner stops the session with "bearer <key>"', () => api.stop(session.jobId, identities.lowerCaseBearer));
   await check('status', () => expect(stop.status, `auth schemes are case-insensitive (RFC 9110 §11.1): ${summary(stop)}`).toBe(200));
   await check('schema', () => expect(stop.body).toMatchSchema('stop-result'));
 });
@@ -36,7 +36,7 @@ test('a refusal of a request without a valid key carries no billing and nothing 
   const ownerValues = ownerValuesOf([session.created, otherJob.scrape], identities.ownerTeam, session.jobId);
   const refusals: Answer[] = [];
   for (const who of ['noKey', 'unknownKey', 'keyTruncated'] as const) {
-    refusals.push(await test.step(`${identities[who].name} asks to stop the session`, () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities[who] })));
+    refusals.push(await test.step(`${identities[who].name} asks to stop the session`, () => api.stop(session.jobId, identities[who])));
   }
   await check('refused', () => refusals.forEach((answer) => expectRefusal(answer)));
   await check('reveals-nothing', () => refusals.forEach((answer) => expectRevealsNothing(answer, ownerValues)));

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { burstLock, test, expect } from '../../src/playwright/fixtures';
 import { notVerifiable } from '../../src/checks/checks';
-import { interactPath, summary, type Answer } from '../../src/domain/client';
+import { summary, type Answer } from '../../src/domain/client';
 import { checkSurvived, expectRevealsNothing, ownerValuesOf, refusalHoldMs } from '../../src/domain/refusals';
 import { RunError } from '../../src/config/errors';
 import { scheduleFor } from '../../src/coordination/schedule';
@@ -30,11 +30,11 @@ test(
     const [team, teamValues] = identities.burst ? [identities.burst, identities.burstTeam] : [identities.owner, identities.ownerTeam];
     const recover = () =>
       test.step('wait for the limiter to recover (back-off, Retry-After when given)', () =>
-        api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: team, on429: 'return-last' }),
+        api.stop(randomUUID(), team, { on429: 'return-last' }),
       );
     let recovered: Answer | undefined;
     // Whether the owner's limit has room, before and after the burst: one stop of an unknown job each.
-    const ownerHasRoom = async () => (await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: identities.owner, on429: 'once' })).status !== 429;
+    const ownerHasRoom = async () => (await api.stop(randomUUID(), identities.owner, { on429: 'once' })).status !== 429;
     // As many as the target's cap on live sessions allows: one is enough, the second a spare.
     const candidates = await test.step(`the ${team.name} provisions ${CANDIDATES} sessions (fewer under a cap on live sessions)`, () => sessions.provisionMany(CANDIDATES, { as: team }));
     // Against a declared clock, the session must be older than two of its steps before a stop is throttled, so that its duration can prove it ran on.
@@ -97,7 +97,7 @@ test(
     await check('recovers', () => expect(recovery.status, `the limiter must recover within BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}: ${summary(recovery)}`).toBe(404));
 
     if (!throttled) notVerifiable(`none of the ${team.name}'s ${stops.length} stops during the burst was throttled (each got through), so whether a throttled stop does nothing could not be checked`);
-    const stop = await test.step(`the ${team.name} stops the session the burst throttled`, () => api.send({ method: 'DELETE', path: interactPath(throttled.session.jobId), as: team }));
+    const stop = await test.step(`the ${team.name} stops the session the burst throttled`, () => api.stop(throttled.session.jobId, team));
     await checkSurvived(check, 'throttled-stop-did-nothing', stop, throttled.session, throttled.answer, settings);
   },
 );

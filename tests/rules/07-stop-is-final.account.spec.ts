@@ -6,7 +6,7 @@ import { test, expect } from '../../src/playwright/fixtures';
 import { accountTolerance, judgeAccount, probeAccount, readOpening, settleAccount } from '../../src/domain/account';
 import { notVerifiable } from '../../src/checks/checks';
 import { RunError } from '../../src/config/errors';
-import { interactPath, summary, type Answer } from '../../src/domain/client';
+import { summary, type Answer } from '../../src/domain/client';
 import { spec } from '../../src/config/rules';
 import { describeSettlement, isNewCharge } from '../../src/domain/settlements';
 
@@ -21,7 +21,7 @@ test(
     if (!jobs.length) test.info().annotations.push({ type: 'note', description: 'no interact of the run was refused or failed: no job where a session nobody asked for could run' });
     const found: { jobId: string; status?: number; stop: Answer }[] = [];
     for (const job of jobs) {
-      const stop = await test.step(`the owner stops job ${job.jobId}, whose last interact answered ${job.status ?? 'nothing'}`, () => api.send({ method: 'DELETE', path: interactPath(job.jobId), as: identities.owner }));
+      const stop = await test.step(`the owner stops job ${job.jobId}, whose last interact answered ${job.status ?? 'nothing'}`, () => api.stop(job.jobId, identities.owner));
       found.push({ ...job, stop });
     }
     const odd = found.filter(({ stop }) => stop.status !== 200 && stop.status !== 404);
@@ -62,7 +62,7 @@ test(
       const probed = await test.step('one session alone: the account must move by exactly what its scrape and its stop report', () =>
         probeAccount(api, identities.owner, async () => {
           const session = await sessions.provision();
-          return { scrape: session.scrape, stop: () => api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.owner }) };
+          return { scrape: session.scrape, stop: () => api.stop(session.jobId, identities.owner) };
         }, settings),
       );
       if (probed) await check('charged-as-settled', () => expect(probed, `${verdict.message}; and ${probed}`).toBeUndefined());

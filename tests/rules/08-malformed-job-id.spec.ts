@@ -1,5 +1,5 @@
 import { test, expect } from '../../src/playwright/fixtures';
-import { interactPath, summary } from '../../src/domain/client';
+import { summary } from '../../src/domain/client';
 import { spec, type TestId } from '../../src/config/rules';
 
 const malformed: { id: TestId; name: string; jobId: string }[] = [
@@ -14,7 +14,7 @@ const malformed: { id: TestId; name: string; jobId: string }[] = [
 
 for (const { id, name, jobId } of malformed) {
   test(`a stop whose jobId is ${name} answers 4xx, never 5xx`, spec(id), async ({ api, identities, check }) => {
-    const stop = await api.send({ method: 'DELETE', path: interactPath(jobId), as: identities.owner });
+    const stop = await api.stop(jobId, identities.owner);
     await check('status', () => {
       expect(stop.status, summary(stop)).toBeGreaterThanOrEqual(400);
       expect(stop.status, summary(stop)).toBeLessThan(500);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { test, expect } from '../../src/playwright/fixtures';
-import { interactPath, JSON_ERROR_CONTENT_TYPE, summary, type Answer } from '../../src/domain/client';
+import { JSON_ERROR_CONTENT_TYPE, summary, type Answer } from '../../src/domain/client';
 import { notVerifiable } from '../../src/checks/checks';
 import { spec } from '../../src/config/rules';
 
@@ -11,13 +11,13 @@ function expectJsonError(answer: Answer) {
 }
 
 test('a 404 answer is application/json with success false and a short single-line error', spec('json-answers/not-found'), async ({ api, identities, check }) => {
-  const stop = await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: identities.owner });
+  const stop = await api.stop(randomUUID(), identities.owner);
   await check('status', () => expect(stop.status, summary(stop)).toBe(404));
   await check('json-error', () => expectJsonError(stop));
 });
 
 test('a 403 answer is application/json with success false and a short single-line error', spec('json-answers/forbidden'), async ({ api, session, identities, check }) => {
-  const stop = await api.send({ method: 'DELETE', path: interactPath(session.jobId), as: identities.foreign });
+  const stop = await api.stop(session.jobId, identities.foreign);
   await check('status', () => expect(stop.status, summary(stop)).toBe(403));
   await check('json-error', () => expectJsonError(stop));
 });
@@ -31,18 +31,18 @@ function unlessRateLimited(answer: Answer): void {
 }
 
 test('the refusal of a request without a key is application/json with success false and a short single-line error', spec('json-answers/no-key'), async ({ api, identities, check }) => {
-  const stop = await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: identities.noKey, on429: 'return-last' });
+  const stop = await api.stop(randomUUID(), identities.noKey, { on429: 'return-last' });
   unlessRateLimited(stop);
   await check('json-error', () => expectJsonError(stop));
 });
 
 test('the refusal of an unknown key is application/json with success false and a short single-line error', spec('json-answers/unknown-key'), async ({ api, identities, check }) => {
-  const stop = await api.send({ method: 'DELETE', path: interactPath(randomUUID()), as: identities.unknownKey, on429: 'return-last' });
+  const stop = await api.stop(randomUUID(), identities.unknownKey, { on429: 'return-last' });
   unlessRateLimited(stop);
   await check('json-error', () => expectJsonError(stop));
 });
 
 test('the refusal of a malformed jobId is application/json with success false and a short single-line error', spec('json-answers/malformed-job-id'), async ({ api, identities, check }) => {
-  const stop = await api.send({ method: 'DELETE', path: interactPath('not-a-uuid'), as: identities.owner });
+  const stop = await api.stop('not-a-uuid', identities.owner);
   await check('json-error', () => expectJsonError(stop));
 });
