@@ -7,7 +7,7 @@
  *
  *   npx tsx bench/fault-classes.ts [--runs 5] [--parallel 2] [--baseline <kit checkout>] [--only <variant,...>]
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -39,13 +39,16 @@ async function once(variant: string, kit: Run['kit']): Promise<Run> {
   try {
     const env = userEnv(server.url);
     const started = performance.now();
-    const { code } = await runCommand(process.execPath, ['--import', 'tsx', path.join(root, 'scripts', 'cli.ts'), 'run'], env, root);
+    // The command's place: src/cli.ts, or scripts/cli.ts in a checkout from before the library's move.
+    const cli = [path.join(root, 'src', 'cli.ts'), path.join(root, 'scripts', 'cli.ts')].find((file) => existsSync(file))!;
+    const { code, log } = await runCommand(process.execPath, ['--import', 'tsx', cli, 'run'], env, root);
     const seconds = (performance.now() - started) / 1000;
     let summary: Summary | undefined;
     try {
       summary = JSON.parse(readFileSync(path.join(env.REPORTS_DIR!, 'conformance-summary.json'), 'utf8'));
     } catch {}
     const tests = Object.values(summary?.rules ?? {}).flatMap((rule) => rule.tests);
+    if (!summary) console.log(`${variant} (${kit}): no verdict written:\n${log.slice(-1500)}`);
     return { variant, kit, code, seconds, failed: tests.filter((t) => t.outcome === 'fail').map((t) => t.id), notPassing: tests.filter((t) => t.outcome !== 'pass' && t.outcome !== 'fail').map((t) => `${t.id} ${t.outcome}`) };
   } finally {
     await server.close();

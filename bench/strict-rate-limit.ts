@@ -66,7 +66,7 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
     sessionsLeftRunning: server.activeSessions().length,
     ...summaryFigures(path.join(reports, 'conformance-summary.json')),
   };
-  console.log(log.split('\n').filter((line) => /passed|failed|Verdict|FAIL|✘|Error|COST|floor:|SESSION CAP/.test(line)).join('\n'));
+  console.log(log.split('\n').filter((line) => /Verdict|^\s*(FAIL|ERROR)\b|Error|COST|floor:|SESSION CAP/.test(line)).join('\n'));
   console.log(JSON.stringify(figures, null, 2));
   const file = path.join(ROOT, 'docs', 'bench.json');
   let bench: Record<string, unknown> = {};

@@ -6,7 +6,7 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -67,6 +67,10 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     assert.equal(junit.match(/<testcase /g)?.length, TEST_IDS.length, 'one JUnit test case per test');
     assert.match(junit, /<testcase classname="billing" name="credits billed for a session held for the long hold[^"]*"[^>]*>\s*<properties>\s*<property name="rule" value="billing"\/>\s*<property name="test-id" value="billing\/long-hold"\/>\s*<property name="level" value="must"\/>/);
     assert.match(run.log, /Verdict: PASS \(exit 0/);
+    // One line per test as it ends, with its id; the reports folder holds what users read, and the run's working folder is gone.
+    for (const id of TEST_IDS) assert.match(run.log, new RegExp(`^  PASS +${id} \\(\\d+ ms\\)$`, 'm'), id);
+    assert.deepEqual(readdirSync(run.reports).sort(), ['allure-history.jsonl', 'allure-report', 'allure-results', 'conformance-summary.json', 'junit.xml', 'ledger.jsonl']);
+    assert.ok(!existsSync(runFolder(run.reports)), "the command removed the run's working folder");
     assert.deepEqual(filesContaining(run.reports), [], 'keys in the reports');
     assert.deepEqual(filesContaining(run.log), [], 'keys in the output');
   });
@@ -363,6 +367,7 @@ describe('the command, end to end', { concurrency: 3 }, () => {
         assert.doesNotMatch(log, /passed|failed|at .*\.ts:\d+/, 'no test ran and no stack trace');
       }));
     }
+    rmSync(runFolder(busy), { recursive: true, force: true });
   });
 
   const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';

@@ -19,7 +19,7 @@ async function series(label: string): Promise<{ failures: number; seconds: numbe
     seconds.push((performance.now() - started) / 1000);
     if (code !== 0) {
       failures += 1;
-      console.log(`${label} run ${i}: exit ${code}\n${log.split('\n').filter((line) => /^\s*(FAIL|ERROR)\b|Error/.test(line)).slice(0, 10).join('\n')}`);
+      console.log(`${label} run ${i}: exit ${code}\n${log.split('\n').filter((line) => /✘|Error|fail/i.test(line)).slice(0, 10).join('\n')}`);
     }
   }
   const median = [...seconds].sort((a, b) => a - b)[Math.floor(seconds.length / 2)];

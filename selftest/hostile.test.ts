@@ -20,6 +20,7 @@ import { createReferenceServer, type Reply, type ReferenceOptions, type Referenc
 import { isolatedEnv, ROOT, runCommand } from './matrix';
 import { FREE_PLAN, onPlan, PRODUCTION_FILE, type Plan } from './production';
 import type { Summary } from '../src/report/verdict';
+import { runFolder } from '../src/coordination/run-folder';
 import { filesContaining, SECRETS } from './secrets';
 
 const BIN = path.join(ROOT, 'bin', 'stop-session-conformance.js');
@@ -170,6 +171,8 @@ function assertNoKey(run: Started, ...outputs: string[]): void {
     assert.match(entry.jobId ?? entry.scrape, UUID);
   }
   assert.deepEqual(filesContaining(run.reports), [], 'keys in the reports or the ledger');
+  // What a killed run left of its channels too.
+  if (existsSync(runFolder(run.reports))) assert.deepEqual(filesContaining(runFolder(run.reports)), [], "keys in the run's working folder");
   for (const output of [run.log(), ...outputs]) assert.deepEqual(filesContaining(output), [], 'keys in the output');
 }
 

@@ -5,13 +5,14 @@
  * so an error of the run is never mistaken for a catch.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, type ReferenceServer } from '../reference/server';
 import type { Variant } from './variants';
 import { entryOf, filesOf, RULES, TEST_IDS, testIdOf, ruleOf, type RuleId, type TestId } from '../src/config/rules';
 import { outcomeOf, type Outcome } from '../src/report/verdict';
+import { runFolder } from '../src/coordination/run-folder';
 
 export interface TestOutcome {
   id: TestId;
@@ -171,6 +172,8 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
     });
     return { results, outputs: [output], log, durationMs: performance.now() - started };
   } finally {
+    // Playwright ran without the command, which would have removed the run's working folder.
+    rmSync(runFolder(output), { recursive: true, force: true });
     await Promise.all(servers.map((server) => server.close()));
   }
 }

@@ -27,6 +27,8 @@ const ROOT = path.join(__dirname, '..');
 const NAME = 'stop-session-conformance';
 /** When the command began, for the line that says where its time went. */
 const COMMAND_STARTED = Date.now();
+/** Where earlier versions of the kit kept the run's channels, inside the reports folder. */
+const OLD_CHANNELS = ['.limits', '.backoff', '.quiet', '.sessions', '.cost', '.account', '.hang', '.ending', '.run.lock'];
 
 function help(): string {
   const width = Math.max(...SETTINGS_TABLE.map((s) => s.env.length + (s.flag ? s.flag.length + 3 : 0)));
@@ -106,7 +108,8 @@ async function run(argv: string[]): Promise<number> {
   if (leftInShards.length) return configurationError(`the shards of an earlier run left ${leftInShards.length} session(s) open in their ledgers under ${settings.reportsDir}: run \`${NAME} cleanup\` first`);
   process.env.REPORTS_DIR = settings.reportsDir;
   if (settings.knownDeviationsFile) process.env.KNOWN_DEVIATIONS = settings.knownDeviationsFile;
-  for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json', 'rate-limit', ...SHARD_FOLDERS]) {
+  // What an earlier run wrote, and the channels earlier versions of the kit kept in the reports folder.
+  for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json', 'rate-limit', ...SHARD_FOLDERS, ...OLD_CHANNELS]) {
     rmSync(path.join(settings.reportsDir, stale), { recursive: true, force: true });
   }
   if (shards > 1) {
@@ -124,10 +127,13 @@ async function run(argv: string[]): Promise<number> {
   else delete process.env[SELECTED_RULES_VARIABLE];
   const signalled = await runPlaywright(playwrightArguments(values, positionals), settings);
   const ended = Date.now();
-  const code = await finish(settings, signalled, !values['no-allure']);
-  removeRunFolder(settings.reportsDir);
-  console.log(phases(settings.reportsDir, ended));
-  return code;
+  try {
+    const code = await finish(settings, signalled, !values['no-allure']);
+    console.log(phases(settings.reportsDir, ended));
+    return code;
+  } finally {
+    removeRunFolder(settings.reportsDir);
+  }
 }
 
 /** The rules --rule and --skip-rule select; empty for all. */
@@ -287,6 +293,7 @@ async function cleanup(): Promise<number> {
     for (const line of failed) console.log(`FAILED   ${line}`);
     if (failed.length) code = 2;
   }
+  removeRunFolder(settings.reportsDir);
   return code;
 }
 

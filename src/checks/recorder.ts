@@ -1,12 +1,11 @@
 /**
- * What the library records for the report without knowing the test runner: steps, notes,
- * attachments, and the end of a test that could not establish its fact. The Playwright glue
+ * What the library records for the report without knowing the test runner: steps, notes, and
+ * the end of a test that could not establish its fact. The Playwright glue
  * installs the runner's recorder (src/playwright/recorder.ts); outside a test, steps just run.
  */
 export interface Recorder {
   step<T>(title: string, body: () => T | Promise<T>, options?: { box?: boolean }): Promise<T>;
   annotate(type: string, description: string): void;
-  attach(name: string, body: string, contentType: string): Promise<void>;
   /** Ends the test as skipped, with `reason`. */
   skip(reason: string): never;
 }
@@ -14,7 +13,6 @@ export interface Recorder {
 let current: Recorder = {
   step: async (_title, body) => body(),
   annotate: () => {},
-  attach: async () => {},
   skip: (reason) => {
     throw new Error(reason);
   },
@@ -27,5 +25,4 @@ export function useRecorder(recorder: Recorder): void {
 export const step = <T>(title: string, body: () => T | Promise<T>, options?: { box?: boolean }): Promise<T> => current.step(title, body, options);
 export const annotate = (type: string, description: string): void => current.annotate(type, description);
 export const note = (description: string): void => current.annotate('note', description);
-export const attach = (name: string, body: string, contentType = 'application/json'): Promise<void> => current.attach(name, body, contentType);
 export const skip = (reason: string): never => current.skip(reason);

@@ -2,7 +2,7 @@
  * What a run spent on its target: sessions created, scrapes, credits billed as the target reported
  * them, and per team the requests to the rate-limited endpoints (stop and interact) and how many
  * got 429. Each worker counts its own requests and writes its tally after every test to
- * `<reports>/.cost/<pid>.json`; the summary adds them up. Against a rate-limited target it also
+ * the run folder's `cost/<pid>.json` (run-folder.ts); the summary adds them up. Against a rate-limited target it also
  * gives the run's floor: the busiest team's requests that got through, at the rate its limiter let
  * them through while it was refusing others.
  */

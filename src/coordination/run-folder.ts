@@ -1,17 +1,18 @@
 /**
  * The run's working folder, apart from the user's reports: the run's lock and every channel
  * between the processes of one run (the command, the global setup and teardown, the workers). One
- * per reports folder, named for its absolute path, in the system's temporary folder. Each channel
- * is a file or a folder of it; the modules that speak through one take its path from here.
+ * per reports folder, named for its real path, in a folder of the user's own (mode 700) in the
+ * system's temporary folder. Each channel is a file or a folder of it; the modules that speak
+ * through one take its path from here.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 /** The channels, and who writes them. */
 export const CHANNELS = {
-  lock: 'the process id of the run that holds the reports folder (global-setup.ts)',
+  lock: 'the process id of the run that holds the reports folder (global-setup.ts, shards.ts)',
   hang: 'the first request the target left unanswered, for the command to end the run (client.ts)',
   ending: 'written when the global teardown begins: the command no longer interrupts the run (global-setup.ts)',
   limits: "each team's limiters: a log of requests and the rate learnt (schedule.ts)",
@@ -27,8 +28,27 @@ export type Channel = keyof typeof CHANNELS;
 /** Cleared when a run starts: what an earlier, killed run's processes told each other (their process ids may be in use again). */
 const PER_RUN: Channel[] = ['hang', 'ending', 'limits', 'backoff', 'quiet', 'sessions', 'cost', 'account', 'test-results'];
 
+const USER = process.getuid?.() ?? os.userInfo().username;
+/** The user's folder of working folders: no other user's process can write there. */
+const HOME = path.join(os.tmpdir(), `stop-session-conformance-${USER}`);
+const folders = new Map<string, string>();
+
 export function runFolder(reportsDir: string): string {
-  return path.join(os.tmpdir(), `stop-session-conformance-${createHash('sha1').update(path.resolve(reportsDir)).digest('hex').slice(0, 12)}`);
+  let folder = folders.get(reportsDir);
+  if (!folder) folders.set(reportsDir, (folder = path.join(HOME, createHash('sha1').update(realPath(reportsDir)).digest('hex').slice(0, 12))));
+  return folder;
+}
+
+/** The real path of a folder that may not exist yet: its nearest existing parent's, and the rest. The same whether it exists or not, and through any link. */
+function realPath(folder: string): string {
+  const absolute = path.resolve(folder);
+  for (let existing = absolute, rest = ''; ; rest = path.join(path.basename(existing), rest), existing = path.dirname(existing)) {
+    try {
+      return path.join(realpathSync(existing), rest);
+    } catch {
+      if (existing === path.dirname(existing)) return absolute;
+    }
+  }
 }
 
 export function channel(reportsDir: string, name: Channel): string {
@@ -40,13 +60,16 @@ export function reportsFolderInUse(reportsDir: string): string | undefined {
   const lock = channel(reportsDir, 'lock');
   const holder = existsSync(lock) ? Number(readFileSync(lock, 'utf8')) : undefined;
   if (!holder || holder === process.pid || !alive(holder)) return undefined;
-  return `Another run (process ${holder}) is writing to ${reportsDir}. Give each run its own folder (REPORTS_DIR or --reports).`;
+  return `Another run (process ${holder}) is writing to ${reportsDir}. Give each run its own folder (REPORTS_DIR or --reports); if no such run is alive, delete ${lock}.`;
 }
 
 /** Takes the reports folder for this process's run and clears the channels of an earlier one. Returns the release. */
 export function takeReportsFolder(reportsDir: string): () => void {
+  mkdirSync(HOME, { recursive: true, mode: 0o700 });
+  const owner = statSync(HOME).uid;
+  if (typeof USER === 'number' && owner !== USER) throw new Error(`${HOME}, where the run keeps its working folder, belongs to another user (uid ${owner}): remove it, or set TMPDIR to a folder of your own.`);
   const lock = channel(reportsDir, 'lock');
-  mkdirSync(path.dirname(lock), { recursive: true });
+  mkdirSync(path.dirname(lock), { recursive: true, mode: 0o700 });
   writeFileSync(lock, String(process.pid));
   for (const name of PER_RUN) rmSync(channel(reportsDir, name), { recursive: true, force: true });
   return () => rmSync(lock, { force: true });

@@ -2,7 +2,7 @@
  * A team's rate limits as the run learns them, and the schedule its workers share under each. A
  * target may limit a team's scrapes, its stops and interacts, and its account reads apart (the
  * hosted service does): one limiter each. Every request to a limiter is logged in
- * `<reports>/.limits/<target, team, limiter>/log` (its send time; then whether it got through).
+ * the run folder's `limits/<target, team, limiter>/log` (run-folder.ts) (its send time; then whether it got through).
  *
  * The first 429 that is a rate's refusal (not a cap's: limits.ts) and names its window (`req/min`)
  * teaches the rate: where the window stands from its "retry after" or Retry-After; the limit from
@@ -46,7 +46,7 @@ export function scheduleFor(reportsDir: string, baseURL: string, team: string, l
   return schedule;
 }
 
-export const limitsDir = (reportsDir: string) => channel(reportsDir, 'limits');
+const limitsDir = (reportsDir: string) => channel(reportsDir, 'limits');
 
 /** The rates the run learnt or was told, per team and limiter: for the summary and the progress line. */
 export function learntRates(reportsDir: string): { team: string; limiter: Limiter; rate: Rate }[] {

@@ -6,7 +6,7 @@
  * when an interact that would open a session is refused with 429 while the team's limiter has room
  * (a stop of an unknown job just after it is not refused): the cap is then at most the sessions the
  * run may have held live for that team while it was refused (the ledger's times; a later refusal
- * can lower it). A folder per target and team under `<reports>/.sessions/`; files of processes
+ * can lower it). A folder per target and team under the run folder's `sessions/` (run-folder.ts); files of processes
  * that ended are ignored.
  */
 import { createHash } from 'node:crypto';
@@ -21,7 +21,7 @@ let taken = 0;
 const POLL_MS = 50;
 const CAP_FILE = 'cap.json';
 
-/** The caps the run learnt, per team, from `<reports>/.sessions`: for the summary. */
+/** The caps the run learnt, per team, from the run folder's `sessions/`: for the summary. */
 export function learntCaps(sessionsDir: string): { team: string; cap: number }[] {
   if (!existsSync(sessionsDir)) return [];
   return readdirSync(sessionsDir).flatMap((folder) => {

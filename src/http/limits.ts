@@ -3,7 +3,7 @@
  * slot: the team's concurrent jobs or live sessions) need different answers. The answer's words are
  * a hint where it has them (the hosted service says "Rate limit exceeded. Consumed (req/min): …" or
  * "maximum number of concurrent jobs"); otherwise the run judges from what it holds and has seen
- * (schedule.ts, sessions.ts): an interact that would open a session, refused while the rate's window
+ * (schedule.ts, cap-discovery.ts): an interact that would open a session, refused while the rate's window
  * had room and the team had sessions live, met a cap.
  */
 export interface Refusal {

@@ -29,7 +29,7 @@ export { expect } from '../checks/expect';
  */
 export const burstLock = () => (burstHasOwnTeam(loadSettings()) ? 'rate-limit-burst' : '-exclusive-');
 
-export const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteHoldMs: number }, { settings: Settings; knownDeviationsFile: string | undefined }> = {
+const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteHoldMs: number }, { settings: Settings; knownDeviationsFile: string | undefined }> = {
   /** For the kit's variant matrix: the known-deviations file of this worker's target, in place of KNOWN_DEVIATIONS. */
   knownDeviationsFile: [undefined, { scope: 'worker', option: true }],
   settings: [async ({ knownDeviationsFile }, use) => use(knownDeviationsFile ? withKnownDeviations(loadSettings(), knownDeviationsFile) : loadSettings()), { scope: 'worker' }],
@@ -41,7 +41,7 @@ export const targetFixtures: Fixtures<{ target: Target; identities: Identities; 
 };
 
 /** A test's client, attaching to its report; cancelled when the test ends. */
-export const clientFixtures: Fixtures<{ api: Client }, { ledger: Ledger }, { target: Target; identities: Identities }, { settings: Settings }> = {
+const clientFixtures: Fixtures<{ api: Client }, { ledger: Ledger }, { target: Target; identities: Identities }, { settings: Settings }> = {
   ledger: [async ({ settings }, use) => use(new Ledger(ledgerFile(settings.reportsDir))), { scope: 'worker' }],
 
   // `identities` first: it registers the keys for redaction before any request.
@@ -54,7 +54,7 @@ export const clientFixtures: Fixtures<{ api: Client }, { ledger: Ledger }, { tar
   },
 };
 
-export const sessionFixtures: Fixtures<
+const sessionFixtures: Fixtures<
   { sessions: Sessions; session: Session },
   object,
   { api: Client; testId: TestId; target: Target; identities: Identities },
@@ -77,7 +77,7 @@ export const sessionFixtures: Fixtures<
  * The seeds of the histories (SEQUENCE_SEED, or one random seed) and how many histories each
  * runs (SEQUENCE_RUNS): options, so that the variant matrix can set them variant by variant.
  */
-export const sequenceFixtures: Fixtures<{ sequenceSeeds: number[]; sequenceRuns: number }, object, object, { settings: Settings }> = {
+const sequenceFixtures: Fixtures<{ sequenceSeeds: number[]; sequenceRuns: number }, object, object, { settings: Settings }> = {
   sequenceSeeds: [async ({ settings }, use) => use(settings.sequenceSeeds ?? [Math.floor(Math.random() * 2 ** 31)]), { option: true }],
   sequenceRuns: [async ({ settings }, use) => use(settings.sequenceRuns), { option: true }],
 };

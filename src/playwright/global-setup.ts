@@ -14,7 +14,7 @@ import { stopOpenSessions } from '../domain/cleanup';
 import { loadSettingsOrExit, type Settings } from '../config/settings';
 
 /** Any HTTP answer proves the target reachable; a refused connection or a timeout does not. */
-export async function checkReachable(baseURL: string, settings: Pick<Settings, 'requestTimeoutMs'>): Promise<string | undefined> {
+async function checkReachable(baseURL: string, settings: Pick<Settings, 'requestTimeoutMs'>): Promise<string | undefined> {
   try {
     await exchange(`${baseURL}/v2/scrape`, { method: 'OPTIONS', headers: {}, timeoutMs: Math.min(settings.requestTimeoutMs, 10_000), maxBodyBytes: 64 * 1024 });
     return undefined;
@@ -64,7 +64,12 @@ export default async function globalSetup() {
   const busy = reportsFolderInUse(settings.reportsDir);
   if (busy) exit(busy);
   mkdirSync(settings.reportsDir, { recursive: true });
-  const release = takeReportsFolder(settings.reportsDir);
+  let release: () => void = () => {};
+  try {
+    release = takeReportsFolder(settings.reportsDir);
+  } catch (error) {
+    exit((error as Error).message);
+  }
   const endWatch = windDownWithoutCommand();
   if (!settings.embedded) {
     const unreachable = await checkReachable(settings.baseURL!, settings);

@@ -109,7 +109,10 @@ export default class SummaryReporter implements Reporter {
   }
 
   onError(error: TestError) {
-    this.errors.push(redact(firstLine(error.message ?? error.value) ?? 'unknown error'));
+    const message = redact(error.message ?? error.value ?? 'unknown error');
+    // The whole of it on the console (a teardown's list of sessions it could not stop); its first line in the summary.
+    console.error(message);
+    this.errors.push(firstLine(message) ?? 'unknown error');
   }
 
   /** The cap on live sessions stated up front, or the lowest the run learnt, and from which team. */
