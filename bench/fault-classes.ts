@@ -7,7 +7,7 @@
  *
  *   npx tsx bench/fault-classes.ts [--runs 5] [--parallel 2] [--baseline <kit checkout>] [--only <variant,...>]
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,6 +16,7 @@ import { variants } from '../selftest/variants';
 import { runCommand, ROOT } from '../selftest/matrix';
 import { SECRETS } from '../selftest/secrets';
 import type { Summary } from '../src/report/verdict';
+import { renderPerformance } from './performance';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, parallel: { type: 'string', default: '2' }, baseline: { type: 'string' }, only: { type: 'string' } } });
 const CLASSES = ['keyless-rides-connection', 'connection-keeps-first-team', 'billing-started-minute-after-first', 'refused-interact-opens-session', 'third-foreign-refusal-ends-session'];
@@ -72,12 +73,21 @@ async function once(variant: string, kit: Run['kit']): Promise<Run> {
     }
   }));
   console.log('\nvariant | kit | runs | exit codes | caught by | median s');
+  const figures: Record<string, { kit: string; runs: number; exitCodes: number[]; caughtBy: string[]; medianSeconds: number }[]> = {};
   for (const variant of chosen) {
     for (const kit of ['this', 'baseline'] as const) {
       const mine = runs.filter((run) => run.variant === variant && run.kit === kit);
       if (!mine.length) continue;
       const seconds = mine.map((run) => run.seconds).sort((a, b) => a - b);
-      console.log(`${variant} | ${kit} | ${mine.length} | ${mine.map((run) => run.code).join(' ')} | ${[...new Set(mine.flatMap((run) => run.failed))].join(', ') || '-'} | ${seconds[Math.floor(seconds.length / 2)].toFixed(1)}`);
+      const figure = { kit, runs: mine.length, exitCodes: mine.map((run) => run.code), caughtBy: [...new Set(mine.flatMap((run) => run.failed))], medianSeconds: +seconds[Math.floor(seconds.length / 2)].toFixed(1) };
+      (figures[variant] ??= []).push(figure);
+      console.log(`${variant} | ${kit} | ${figure.runs} | ${figure.exitCodes.join(' ')} | ${figure.caughtBy.join(', ') || '-'} | ${figure.medianSeconds}`);
     }
   }
+  // Into docs/bench.json and docs/performance.md, beside the other figures.
+  const file = path.join(ROOT, 'docs', 'bench.json');
+  const bench = JSON.parse(readFileSync(file, 'utf8'));
+  bench.faultClasses = { date: new Date().toISOString().slice(0, 10), parallel: Number(values.parallel), baseline: values.baseline ? path.basename(path.resolve(values.baseline)) : undefined, variants: figures };
+  writeFileSync(file, `${JSON.stringify(bench, null, 2)}\n`);
+  writeFileSync(path.join(ROOT, 'docs', 'performance.md'), renderPerformance(bench));
 })();

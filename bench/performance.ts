@@ -59,6 +59,15 @@ export function renderPerformance(bench: Bench): string {
     }
     lines.pop();
   }
+  if (bench.faultClasses) {
+    const { faultClasses } = bench;
+    lines.push('', '## Fault classes as remote targets, the command with its defaults (`bench/fault-classes.ts`)', '');
+    lines.push(`${faultClasses.date}, ${faultClasses.parallel} runs at a time; \`baseline\` is the kit before identities per request, the minute hold, the leak sweep and the third refusal (${faultClasses.baseline ?? 'none'}), run in the same script.`, '');
+    lines.push('| Variant | Kit | Runs | Exit codes | Caught by | Median wall (s) |', '| - | - | - | - | - | - |');
+    for (const [variant, figures] of Object.entries(faultClasses.variants) as [string, Bench[]][]) {
+      for (const figure of figures) lines.push(row([variant, figure.kit, figure.runs, figure.exitCodes.join(' '), figure.caughtBy.join(', ') || '–', figure.medianSeconds]));
+    }
+  }
   const strictRuns = Object.entries(bench).filter(([name]) => name.startsWith('strictLimit')) as [string, Bench][];
   if (strictRuns.length) {
     lines.push('', '## Against a target of 10 stop/interact requests per minute per team (`npm run bench:strict-limit`)', '');
