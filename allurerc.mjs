@@ -15,6 +15,8 @@ export default defineConfig({
         singleFile: true,
         reportLanguage: 'en',
         groupBy: ['feature'],
+        // Groups and tests by name: the rules, numbered in two digits, in their order.
+        defaultSortBy: 'name,asc',
       },
     },
   },

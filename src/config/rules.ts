@@ -169,6 +169,9 @@ export function isTestId(id: string): id is TestId {
 
 const TEST_ID = 'test-id';
 
+/** A rule's group in the Allure report: its title with the number in two digits, so that the report, sorting by name, lists the rules in order. */
+export const reportGroupOf = (rule: RuleId): string => RULES[rule].title.replace(/^Rule (\d):/, 'Rule 0$1:');
+
 /** The details every test is declared with: its level as a tag, its id as the one annotation. */
 export function spec(id: TestId): { tag: string; annotation: { type: string; description: string } } {
   const { level } = entryOf(id);

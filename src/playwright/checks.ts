@@ -6,7 +6,7 @@ import { test, type Fixtures, type TestInfo } from '@playwright/test';
 import { displayName, historyId, label, labels, testCaseId } from 'allure-js-commons';
 import type { KnownDeviation } from '../config/deviations';
 import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from '../config/errors';
-import { entryOf, RULES, ruleOf, testIdOf, type TestId } from '../config/rules';
+import { entryOf, reportGroupOf, RULES, ruleOf, testIdOf, type TestId } from '../config/rules';
 import type { Settings } from '../config/settings';
 import type { Check } from '../checks/checks';
 
@@ -64,8 +64,7 @@ export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWor
       const rule = RULES[ruleOf(id)];
       // One message for all the labels: each runtime call is an attachment, with a step of its own.
       await labels(
-        // The rule's number in two digits: a report that sorts its groups by name lists them in order.
-        { name: 'feature', value: rule.title.replace(/^Rule (\d):/, 'Rule 0$1:') },
+        { name: 'feature', value: reportGroupOf(ruleOf(id)) },
         { name: 'rule', value: ruleOf(id) },
         { name: 'testId', value: id },
         { name: 'level', value: entryOf(id).level },

@@ -80,8 +80,10 @@ export default class SummaryReporter implements Reporter {
     });
     this.records.set(id, { ...this.records.get(id)!, outcome, note: note && redact(note) });
     this.durations.set(id, result.duration);
-    const why = outcome === 'pass' ? undefined : firstLine(note && redact(note));
-    console.log(`  ${outcome.toUpperCase().padEnd(16)} ${id} (${result.duration} ms)${why ? `\n      ${why}` : ''}`);
+    // Why, for anything but a pass: the first line of each error (the test's own, its teardown's), or of the note.
+    const errors = result.errors.map((error) => firstLine(redact(error.message ?? error.value ?? '')));
+    const why = outcome === 'pass' ? [] : outcome === 'fail' || outcome === 'error' ? [...new Set(errors.filter(Boolean))].slice(0, 3) : [firstLine(note && redact(note))].filter(Boolean);
+    console.log([`  ${outcome.toUpperCase().padEnd(16)} ${id} (${result.duration} ms)`, ...why.map((line) => `      ${line}`)].join('\n'));
     this.done += 1;
     this.progress();
   }
