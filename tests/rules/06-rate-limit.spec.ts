@@ -37,11 +37,10 @@ test(
     const ownerHasRoom = async () => (await api.stop(randomUUID(), identities.owner, { on429: 'once' })).status !== 429;
     // As many as the target's cap on live sessions allows: one is enough, the second a spare.
     const candidates = await test.step(`the ${team.name} provisions ${CANDIDATES} sessions (fewer under a cap on live sessions)`, () => sessions.provisionMany(CANDIDATES, { as: team }));
-    // Against a declared clock, the session must be older than two of its steps before a stop is throttled, so that its duration can prove it ran on.
-    if (settings.declaredClock) {
-      const holdMs = Math.max(...candidates.map((candidate) => refusalHoldMs(settings, candidate.created.receivedAt - candidate.created.sentAt) - (performance.now() - candidate.created.receivedAt)));
-      if (holdMs > 0) await test.step(`hold the sessions ${Math.round(holdMs)} ms: the target's clock counts in steps of ${settings.declaredClock.resolutionMs} ms`, () => sleep(holdMs, undefined, { signal: api.signal }));
-    }
+    // Each session is older than a refusal's hold before a stop of it can be throttled (the first goes right behind the burst's first wave), so that its duration can prove it ran on.
+    const holdMs = Math.max(...candidates.map((candidate) => refusalHoldMs(settings, candidate.created.receivedAt - candidate.created.sentAt) - (performance.now() - candidate.created.receivedAt)));
+    const clock = settings.declaredClock ? `: the target's clock counts in steps of ${settings.declaredClock.resolutionMs} ms` : '';
+    if (holdMs > 0) await test.step(`hold the sessions ${Math.round(holdMs)} ms${clock}`, () => sleep(holdMs, undefined, { signal: api.signal }));
     // Where the run knows the team's rate, the burst is just wider than the room left in the window: a few refusals prove the limit, not hundreds.
     const room = settings.reportsDir ? scheduleFor(settings.reportsDir, api.target.baseURL, team.team ?? team.name, 'interact', settings.rateLimit).room() : undefined;
     const concurrency = room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2);
