@@ -109,8 +109,10 @@ export interface Reading {
  * Reads the account until the run's charges have landed: it has been still for as long again as
  * it kept moving after the first reading (a charge still queued could pass through the figure the
  * run expects, since charges only add up), at least a second (a fifth against the embedded
- * reference), and shows at least what the run expects (`expected` remaining credits or fewer); or
- * until ACCOUNT_SETTLE_MS. Returns every reading and whether it was still at the end.
+ * reference), and shows what the run expects (`expected` remaining credits, within `tolerance`);
+ * or until ACCOUNT_SETTLE_MS. An account charged more than expected is read until then: a charge
+ * still queued may add to the excess, and the verdict needs all of it. With `expected` Infinity,
+ * stillness alone ends it. Returns every reading and whether it was still at the end.
  */
 export async function settleAccount(api: Client, owner: Identity, expected: number, tolerance: number, settings: AccountSettings): Promise<{ readings: Reading[]; still: boolean }> {
   const started = performance.now();
@@ -124,7 +126,8 @@ export async function settleAccount(api: Client, owner: Identity, expected: numb
   await read();
   let movedAt = 0;
   const still = () => performance.now() - started - movedAt >= Math.max(floorMs, movedAt);
-  while (!(still() && readings.at(-1)!.remaining <= expected + tolerance) && performance.now() - started < settings.accountSettleMs) {
+  const settled = () => still() && (expected === Infinity || Math.abs(readings.at(-1)!.remaining - expected) <= tolerance);
+  while (!settled() && performance.now() - started < settings.accountSettleMs) {
     await sleep(floorMs, undefined, { signal: api.signal });
     await read();
     const [before, last] = readings.slice(-2);
