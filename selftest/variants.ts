@@ -246,6 +246,19 @@ export const faultyVariants: Variant[] = [
     description: "counts a session's refused stops by another team (a lockout counter) and at the second ends the session without billing it (the second refusal comes on a connection the owner's request used)",
     options: lockoutAt(2),
   },
+  {
+    name: 'foreign-stop-by-upper-case-id',
+    breaks: 'foreign-team',
+    description: "finds a job whatever the case of its id, but checks whose it is against the id as given: another team's stop with the id in upper case stops the session",
+    options: behaviour((base, state) => ({
+      send(res, reply) {
+        const raw = /^\/v2\/scrape\/([^/]+)\/interact$/.exec(res.req.url ?? '')?.[1];
+        const session = raw && raw !== raw.toLowerCase() && res.req.method === 'DELETE' && reply.status === 403 ? state.sessions.get(raw.toLowerCase()) : undefined;
+        // The id as given has no owner on record, so nothing forbids the stop: it goes through as the owner's.
+        return base.send(res, session ? base.stop(state.teams.find((owner) => owner.id === session.teamId)!, session.jobId) : reply);
+      },
+    })),
+  },
   { name: 'third-foreign-refusal-ends-session', breaks: 'foreign-team', description: "counts a session's refused stops by another team and at the third ends the session without billing it", options: lockoutAt(3) },
   // Rule 4: unknown job
   { name: 'unknown-job-200', breaks: 'unknown-job', description: 'answers 200 when there is no session', options: stopReply((r) => (r.status === 404 ? { status: 200, body: { success: true } } : r)) },

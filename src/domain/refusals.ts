@@ -111,7 +111,9 @@ interface RefusalContext {
  * Identities belong to requests, not connections: the refuser asks on a kept-alive connection of
  * its own, again on one that has just carried the owner's valid request (a stop of an unknown
  * job), and a third time on its own (a lockout counter that acts at the third refusal is a common
- * guard); the owner's stop then goes on the refuser's connection. With `interactAfter`, the owner
+ * guard); then with the job id in upper case (a UUID's case means nothing: a target that finds the
+ * job whatever the case must still know whose it is); the owner's stop then goes on the refuser's
+ * connection. With `interactAfter`, the owner
  * also uses the session after the refusal, as clients do.
  */
 export async function refuseThenOwnerStops(context: RefusalContext, refuser: Identity, expectRefused: (answer: Answer) => void, { interactAfter = false } = {}): Promise<void> {
@@ -135,10 +137,15 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
   const third = takenAsOwner
     ? undefined
     : await step(`${refuser.name} asks a third time, on its own connection`, () => api.stop(session.jobId, refuser, { connection: refusersConnection }));
+  const upperCase = takenAsOwner
+    ? undefined
+    : await step(`${refuser.name} asks once more, with the job id in upper case`, () => api.stop(session.jobId.toUpperCase(), refuser, { connection: refusersConnection }));
   await check('refused', () => {
     expectRefused(refusal);
     if (again) expectRefused(again);
     if (third) expectRefused(third);
+    // The same job (refused as the others) or none (404): a refusal either way.
+    if (upperCase) expectRefusal(upperCase);
   });
   if (interactAfter) {
     const used = await step('the owner interacts with the session', () => sessions.interact(session));
