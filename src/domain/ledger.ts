@@ -119,8 +119,9 @@ export class Ledger {
    */
   settledWithoutSession(target: string): ({ jobId: string; identity: string } & Settled)[] {
     const entries = this.entries().filter((entry) => entry.target === target);
-    const created = new Set(entries.filter((entry) => entry.event === 'created').map((entry) => (entry as { jobId: string }).jobId));
-    return entries.flatMap((entry) => (entry.event === 'settled' && !created.has(entry.jobId) ? [{ jobId: entry.jobId, identity: entry.identity, credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) }] : []));
+    // A job id is a UUID, whose case means nothing: a stop of a job named in another case is a stop of that job.
+    const created = new Set(entries.filter((entry) => entry.event === 'created').map((entry) => (entry as { jobId: string }).jobId.toLowerCase()));
+    return entries.flatMap((entry) => (entry.event === 'settled' && !created.has(entry.jobId.toLowerCase()) ? [{ jobId: entry.jobId, identity: entry.identity, credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) }] : []));
   }
 
   /** Whether a stop by the team that owns the job, sent from this process, ended its session. */
