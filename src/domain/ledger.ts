@@ -29,6 +29,9 @@ export interface Spending {
 
 export const ledgerFile = (reportsDir: string) => path.join(reportsDir, 'ledger.jsonl');
 
+/** A job as the ledger matches it: a job id is a UUID, whose case means nothing (a stop naming it in another case names the same job). */
+const jobKey = (jobId: string) => jobId.toLowerCase();
+
 export class Ledger {
   private readonly endedInThisProcess = new Set<string>();
 
@@ -36,7 +39,7 @@ export class Ledger {
 
   created(entry: { target: string; embedded: boolean; jobId: string; identity: string; test?: string }): void {
     this.write({ event: 'created', at: new Date().toISOString(), ...entry });
-    this.endedInThisProcess.delete(`${entry.target} ${entry.jobId} ${entry.identity}`);
+    this.endedInThisProcess.delete(`${entry.target} ${jobKey(entry.jobId)} ${entry.identity}`);
   }
 
   /**
@@ -50,7 +53,7 @@ export class Ledger {
 
   ended(entry: { target: string; jobId: string; identity: string; status: number }): void {
     this.write({ event: 'ended', at: new Date().toISOString(), ...entry });
-    this.endedInThisProcess.add(`${entry.target} ${entry.jobId} ${entry.identity}`);
+    this.endedInThisProcess.add(`${entry.target} ${jobKey(entry.jobId)} ${entry.identity}`);
   }
 
   /** A stop's answer settled the session on `jobId` (whoever sent it): its duration and credits as reported. */
@@ -71,13 +74,13 @@ export class Ledger {
   /** What the run was charged on the account of the team `identity` stands for: the settlements of the jobs it created, and its scrapes. */
   spending(target: string, identity: string): Spending {
     // A job's sessions, one after the other: an interact that opened a new one on a stopped job wrote 'created' again.
-    const jobs = new Map<string, { settled: Settled[]; reports: number }[]>();
+    const jobs = new Map<string, { jobId: string; sessions: { settled: Settled[]; reports: number }[] }>();
     const scrapes = { count: 0, credits: 0, unpriced: 0 };
     for (const entry of this.entries()) {
       if (entry.target !== target) continue;
-      if (entry.event === 'created' && entry.identity === identity) jobs.set(entry.jobId, [...(jobs.get(entry.jobId) ?? []), { settled: [], reports: 0 }]);
-      else if (entry.event === 'settled' && jobs.has(entry.jobId)) {
-        const session = jobs.get(entry.jobId)!.at(-1)!;
+      if (entry.event === 'created' && entry.identity === identity) jobs.set(jobKey(entry.jobId), { jobId: entry.jobId, sessions: [...(jobs.get(jobKey(entry.jobId))?.sessions ?? []), { settled: [], reports: 0 }] });
+      else if (entry.event === 'settled' && jobs.has(jobKey(entry.jobId))) {
+        const session = jobs.get(jobKey(entry.jobId))!.sessions.at(-1)!;
         session.reports += 1;
         if (!session.settled.some((other) => sameSettlement(other, entry))) session.settled.push({ credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) });
       } else if (entry.event === 'scraped' && entry.identity === identity) {
@@ -86,7 +89,7 @@ export class Ledger {
         else scrapes.unpriced += 1;
       }
     }
-    const settlements = [...jobs].flatMap(([jobId, sessions]) => sessions.filter((session) => session.reports > 0).map((session) => ({ jobId, ...session })));
+    const settlements = [...jobs.values()].flatMap(({ jobId, sessions }) => sessions.filter((session) => session.reports > 0).map((session) => ({ jobId, ...session })));
     return { settlements, scrapes };
   }
 
@@ -96,20 +99,20 @@ export class Ledger {
    * all the same, nobody asked for it. With the settlements already seen for the job's last session.
    */
   refusedOpenings(target: string, identity: string): { jobId: string; status?: number; settled: Settled[] }[] {
-    const jobs = new Map<string, { last?: { status?: number }; settled: Settled[] }>();
+    const jobs = new Map<string, { jobId: string; last?: { status?: number }; settled: Settled[] }>();
     for (const entry of this.entries()) {
       if (entry.target !== target || !('jobId' in entry) || entry.event === 'scraped') continue;
       if (entry.event === 'created') {
-        if (entry.identity === identity) jobs.set(entry.jobId, { settled: jobs.get(entry.jobId)?.settled ?? [] });
+        if (entry.identity === identity) jobs.set(jobKey(entry.jobId), { jobId: entry.jobId, settled: jobs.get(jobKey(entry.jobId))?.settled ?? [] });
         continue;
       }
-      const job = jobs.get(entry.jobId);
+      const job = jobs.get(jobKey(entry.jobId));
       if (!job) continue;
       if (entry.event === 'settled') job.settled.push({ credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) });
       else if (entry.event === 'not-opened' || entry.event === 'maybe-open') job.last = entry;
       else if (entry.event === 'live' || entry.event === 'opening') job.last = undefined;
     }
-    return [...jobs].filter(([, job]) => job.last).map(([jobId, job]) => ({ jobId, status: job.last!.status, settled: job.settled }));
+    return [...jobs.values()].filter((job) => job.last).map(({ jobId, last, settled }) => ({ jobId, status: last!.status, settled }));
   }
 
   /**
@@ -119,14 +122,13 @@ export class Ledger {
    */
   settledWithoutSession(target: string): ({ jobId: string; identity: string } & Settled)[] {
     const entries = this.entries().filter((entry) => entry.target === target);
-    // A job id is a UUID, whose case means nothing: a stop of a job named in another case is a stop of that job.
-    const created = new Set(entries.filter((entry) => entry.event === 'created').map((entry) => (entry as { jobId: string }).jobId.toLowerCase()));
-    return entries.flatMap((entry) => (entry.event === 'settled' && !created.has(entry.jobId.toLowerCase()) ? [{ jobId: entry.jobId, identity: entry.identity, credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) }] : []));
+    const created = new Set(entries.filter((entry) => entry.event === 'created').map((entry) => jobKey((entry as { jobId: string }).jobId)));
+    return entries.flatMap((entry) => (entry.event === 'settled' && !created.has(jobKey(entry.jobId)) ? [{ jobId: entry.jobId, identity: entry.identity, credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) }] : []));
   }
 
   /** Whether a stop by the team that owns the job, sent from this process, ended its session. */
   endedHere(target: string, jobId: string, owner: string): boolean {
-    return this.endedInThisProcess.has(`${target} ${jobId} ${owner}`);
+    return this.endedInThisProcess.has(`${target} ${jobKey(jobId)} ${owner}`);
   }
 
   /** Jobs created and not ended by a stop of the team that created them, oldest first. */
@@ -137,7 +139,7 @@ export class Ledger {
   /** How many of an identity's open jobs on a target have a session live or opening (an interact answered 200, or not yet answered), but `except`. */
   liveSessions(target: string, identity: string, except?: string): number {
     const { open, live } = this.read();
-    return open.filter((entry) => entry.target === target && entry.identity === identity && entry.jobId !== except && live.has(`${entry.target} ${entry.jobId}`)).length;
+    return open.filter((entry) => entry.target === target && entry.identity === identity && (except === undefined || jobKey(entry.jobId) !== jobKey(except)) && live.has(`${entry.target} ${jobKey(entry.jobId)}`)).length;
   }
 
   /**
@@ -157,10 +159,10 @@ export class Ledger {
       if (entry.target !== target || entry.identity !== identity) continue;
       if (entry.event === 'scraping') scrapes.set(entry.scrape, { sentAt: Date.parse(entry.at) });
       else if ((entry.event === 'scraped' || entry.event === 'scrape-done') && entry.scrape && scrapes.has(entry.scrape)) scrapes.get(entry.scrape)!.doneAt = Date.parse(entry.at);
-      if (!('jobId' in entry) || entry.jobId === undefined || entry.jobId === except || entry.event === 'scraped') continue;
+      if (!('jobId' in entry) || entry.jobId === undefined || jobKey(entry.jobId) === jobKey(except) || entry.event === 'scraped') continue;
       const at = Date.parse(entry.at);
-      const list = episodes.get(entry.jobId) ?? [];
-      episodes.set(entry.jobId, list);
+      const list = episodes.get(jobKey(entry.jobId)) ?? [];
+      episodes.set(jobKey(entry.jobId), list);
       const last = list.at(-1);
       if (entry.event === 'opening') list.push({ openedAt: at });
       // A session opened by an interact on a job already stopped: sent at some time before this line.
@@ -195,8 +197,8 @@ export class Ledger {
     const open = new Map<string, Extract<LedgerEntry, { event: 'created' }>>();
     const live = new Set<string>();
     for (const entry of this.entries()) {
-      if (!('jobId' in entry)) continue;
-      const key = `${entry.target} ${entry.jobId}`;
+      if (!('jobId' in entry) || entry.jobId === undefined) continue;
+      const key = `${entry.target} ${jobKey(entry.jobId)}`;
       if (entry.event === 'created') (open.set(key, entry), live.delete(key));
       else if (entry.event === 'live' || entry.event === 'opening' || entry.event === 'maybe-open') live.add(key);
       else if (entry.event === 'not-opened') live.delete(key);

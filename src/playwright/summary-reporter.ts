@@ -48,12 +48,13 @@ export default class SummaryReporter implements Reporter {
     return true;
   }
 
+  // What tests print, redacted as everything the run writes.
   onStdOut(chunk: string | Buffer) {
-    process.stdout.write(chunk);
+    process.stdout.write(redact(String(chunk)));
   }
 
   onStdErr(chunk: string | Buffer) {
-    process.stderr.write(chunk);
+    process.stderr.write(redact(String(chunk)));
   }
 
   onBegin(config: FullConfig, suite: Suite) {
