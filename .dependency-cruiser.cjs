@@ -1,6 +1,6 @@
 /** The layout's rules, checked by npm test (selftest/suite.test.ts). */
 // The library's layers, lowest first: each may import only from itself and the layers below it.
-const LAYERS = ['config', 'http', 'checks', 'coordination', 'domain', 'sequences', 'report', 'playwright'];
+const LAYERS = ['config', 'http', 'checks', 'coordination', 'domain', 'sequences', 'reproduction', 'report', 'playwright'];
 const above = (layer) => LAYERS.slice(LAYERS.indexOf(layer) + 1);
 
 module.exports = {

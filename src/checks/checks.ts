@@ -1,7 +1,8 @@
 /**
  * Checks: the named assertions of a test, and the only thing a known deviation can excuse.
  *
- * `check(name, body)` (src/playwright/checks.ts) runs one check as a report step. When it fails and the target's file
+ * `check(name, call)` (src/playwright/checks.ts) runs one check as a report step: a named check's
+ * call (src/domain/named-checks.ts) or, where no named check fits, a body of assertions. When it fails and the target's file
  * declares exactly that deviation (test id, check name, and message pattern if given), the test
  * ends there as a known deviation; a failure anywhere else in the test still fails it. Where the
  * check found what the file states the target does instead (its billing rule, its clock, its
@@ -12,7 +13,14 @@
  */
 import { annotate, skip } from './recorder';
 
-export type Check = (name: string, body: () => unknown) => Promise<void>;
+/** A named check applied to its arguments (src/domain/named-checks.ts), run by the check fixture. */
+export interface NamedCall {
+  judge: string;
+  args: readonly unknown[];
+}
+
+/** Runs check `name` of the test: a named check's call, or a body of assertions. */
+export type Check = (name: string, judgement: NamedCall | (() => unknown)) => Promise<void>;
 
 /** Ends the test as "not verifiable": the target's answers could not establish the fact either way. */
 export function notVerifiable(reason: string): never {

@@ -10,7 +10,7 @@
  * second: between floor(seconds) x 2/60 and ceil(seconds) x 2/60 (per-second floor, ceil, nearest
  * or exact are all accepted), widened by 0.005 credits for rounding in JSON.
  */
-import type { Answer, JsonBody } from './client';
+import type { Answer, JsonBody } from './answer';
 import type { BillingRule } from '../config/deviations';
 import { DeclaredBehaviour } from '../config/errors';
 import { expect } from '../checks/expect';
@@ -24,12 +24,18 @@ export interface Interval {
   hi: number;
 }
 
-type Tolerances = Pick<Settings, 'durationToleranceMs' | 'creditTolerance'> & Partial<Pick<Settings, 'declaredClock'>>;
+export type Tolerances = Pick<Settings, 'durationToleranceMs' | 'creditTolerance'> & Partial<Pick<Settings, 'declaredClock'>>;
+
+/** The bounds the billing checks judge with, and nothing else of the settings (a reproduction carries them). */
+export function boundsOf(settings: Settings): Tolerances & Pick<Settings, 'declaredBilling'> {
+  const { durationToleranceMs, creditTolerance, declaredClock, declaredBilling } = settings;
+  return { durationToleranceMs, creditTolerance, declaredClock, declaredBilling };
+}
 
 /** One step of the target's declared clock, or 0: how far a duration it reports may lie past the measured interval. */
 export const clockStepMs = (settings: Partial<Pick<Settings, 'declaredClock'>>) => settings.declaredClock?.resolutionMs ?? 0;
 
-export function measuredInterval(session: Session, stop: Answer): Interval {
+export function measuredInterval(session: Pick<Session, 'created'>, stop: Answer): Interval {
   return { lo: stop.sentAt - session.created.receivedAt, hi: stop.receivedAt - session.created.sentAt };
 }
 
@@ -130,7 +136,7 @@ export function expectCreditsFor(body: JsonBody, interval: Interval, settings: T
  * and a clock restarted at the refusal may be off by one of its steps; `declared` says when the
  * duration needed that step.
  */
-export function expectSurvived(stop: Answer, session: Session, refusal: Answer, settings: Tolerances): { notVerifiable?: string; declared?: { message: string; reason: string } } {
+export function expectSurvived(stop: Answer, session: Pick<Session, 'created'>, refusal: Answer, settings: Tolerances): { notVerifiable?: string; declared?: { message: string; reason: string } } {
   const whole = measuredInterval(session, stop);
   const step = clockStepMs(settings);
   // The most a clock restarted at the refusal could give: a duration or charge within it proves nothing.

@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BackoffQueue } from '../coordination/backoff-queue';
 import { countCredits, countRequest, countScrape } from '../coordination/cost';
 import { QuietSpell } from '../coordination/quiet-spell';
-import { readRefusal, retryDelayMs, type Refusal } from '../http/limits';
+import { readRefusal, retryDelayMs } from '../http/limits';
 import { exchange, type RawAnswer } from '../http/exchange';
 import { limiterOf, marginMs, scheduleFor, type Schedule } from '../coordination/schedule';
 import type { Ledger } from './ledger';
@@ -26,28 +26,9 @@ import { RunError } from '../config/errors';
 import { channel } from '../coordination/run-folder';
 import type { Settings } from '../config/settings';
 import type { Identity, Target } from './target';
+import { interactPath, type Answer, type JsonBody } from './answer';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type JsonBody = Record<string, any> | undefined;
-
-/** One answer of the target, as tests see it: redacted, parsed, timed. */
-export interface Answer {
-  method: string;
-  path: string;
-  status: number;
-  headers: Record<string, string>;
-  text: string;
-  /** Parsed JSON body, or undefined when the body is not JSON. */
-  body: JsonBody;
-  /** performance.now() just before the final attempt was sent, and once its whole answer had arrived. */
-  sentAt: number;
-  receivedAt: number;
-  attempts: number;
-  /** Sent on a kept-alive connection that had already carried a request (`connection` in SendOptions). */
-  reusedConnection?: boolean;
-  /** A 429's words read (limits.ts), and whether the rate's window had room when it was sent, where the run knows the rate. */
-  refusal?: Refusal & { roomInWindow?: boolean };
-}
+export { interactPath, JSON_CONTENT_TYPE, JSON_ERROR_CONTENT_TYPE, summary, type Answer, type JsonBody } from './answer';
 
 /**
  * A kept-alive connection of its own (one socket at most): requests sent on it one after the other
@@ -89,22 +70,7 @@ const TELL_AFTER_MS = 5_000;
 /** Attachments past this size are cut, with a note saying how much was left out. */
 export const ATTACHMENT_LIMIT_BYTES = 64 * 1024;
 
-/** application/json, with or without parameters such as charset: what the specification names for the stop result. */
-export const JSON_CONTENT_TYPE = /^application\/json\s*(;.*)?$/i;
-
-/** JSON, or a JSON-based type such as application/problem+json: the specification names no type for failures. */
-export const JSON_ERROR_CONTENT_TYPE = /^application\/([\w.-]+\+)?json\s*(;.*)?$/i;
-
-/** The session's resource: POST creates or uses it, DELETE stops it. */
-export const interactPath = (jobId: string) => `/v2/scrape/${jobId}/interact`;
-
 const JOB_OF_PATH = /^\/v2\/scrape\/([^/]+)\/interact$/;
-
-/** One line naming an answer and the start of its body, for assertion messages. */
-export function summary(answer: Answer): string {
-  return `${answer.method} ${answer.path} answered ${answer.status}: ${answer.text.replace(/\s+/g, ' ').slice(0, 300)}`;
-}
-
 
 export interface ClientOptions {
   target: Target;
@@ -119,6 +85,8 @@ export interface ClientOptions {
   ledger?: Ledger;
   /** A request the target leaves unanswered ends the run (a test's client; not the cleanup's, which runs as the run ends). */
   endsRunOnHang?: boolean;
+  /** Told of every answer a test gets, in order (its reproduction's trace). */
+  onAnswer?: (answer: Answer, request: SendOptions) => void;
 }
 
 export type Client = ReturnType<typeof createClient>;
@@ -317,7 +285,8 @@ async function sendOnce({ target, settings, endsRunOnHang }: ClientOptions, sign
 }
 
 /** The owner's stop that ended a session, and every settlement a stop reported, go in the ledger; the exchange goes in the report. */
-async function record({ target, ledger, attach }: ClientOptions, answer: Answer, request: SendOptions): Promise<void> {
+async function record({ target, ledger, attach, onAnswer }: ClientOptions, answer: Answer, request: SendOptions): Promise<void> {
+  onAnswer?.(answer, request);
   const jobId = JOB_OF_PATH.exec(answer.path)?.[1];
   if (answer.method === 'POST' && answer.path === '/v2/scrape' && answer.status === 200) countScrape();
   const settled = jobId && answer.method === 'DELETE' ? settlementOf(answer) : undefined;

@@ -3,12 +3,14 @@
  * the embedded reference's from fixtures/teams.json. Every key, and every near-miss form of the
  * owner's key, is registered for redaction before any request is sent.
  */
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { registerSecret } from '../http/redact';
 import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
+import { callersFor, nearMissesOf, type Identity, type IdentityName } from './callers';
+
+export { caseChanged, type Identity, type IdentityName } from './callers';
 
 export interface Target {
   baseURL: string;
@@ -16,20 +18,6 @@ export interface Target {
   embedded: boolean;
 }
 
-export interface Identity {
-  name: string;
-  /** The full `Authorization` value, or undefined to send no such header. */
-  authorization?: string;
-  /** Only the owner's answers settle a session in the ledger. */
-  owner?: true;
-  /** The team whose rate limit a request with a valid key counts against (the back-off queue is per team). */
-  team?: string;
-  /**
-   * Carries no valid key. A 429 to such a request is its refusal (a keyless tier over its quota),
-   * not a wait: the client takes it as the answer instead of backing off.
-   */
-  withoutValidKey?: true;
-}
 
 export const TEAMS_FILE = path.join(__dirname, '..', '..', 'fixtures', 'teams.json');
 
@@ -65,15 +53,6 @@ export function burstHasOwnTeam(settings: Settings): boolean {
   return keysOf({ baseURL: settings.baseURL ?? '', embedded: settings.embedded }, settings).burstApiKey !== undefined;
 }
 
-/** The owner's key with the case of every letter swapped, or undefined when it has no letter. */
-export function caseChanged(key: string): string | undefined {
-  const swapped = [...key].map((c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase())).join('');
-  return swapped === key ? undefined : swapped;
-}
-
-export type IdentityName =
-  | 'owner' | 'foreign' | 'noKey' | 'emptyToken' | 'garbage' | 'unknownKey'
-  | 'keyCaseChanged' | 'keyExtended' | 'keyTruncated' | 'basicScheme' | 'tokenScheme' | 'lowerCaseBearer';
 
 /**
  * Every caller the suite plays, and what is known of the owner team (for the embedded reference:
@@ -87,7 +66,7 @@ export type Identities = Record<IdentityName, Identity> & { burst?: Identity; ow
  */
 export function registerKeys(target: Target, settings: Settings) {
   const { apiKey, foreignApiKey, burstApiKey } = keysOf(target, settings);
-  const nearMisses = { caseChanged: caseChanged(apiKey), extended: `${apiKey}Zz9`, truncated: apiKey.slice(0, -1) };
+  const nearMisses = nearMissesOf(apiKey);
   registerSecret(apiKey, 'API_KEY');
   registerSecret(foreignApiKey, 'FOREIGN_API_KEY');
   if (burstApiKey) registerSecret(burstApiKey, 'BURST_API_KEY');
@@ -98,24 +77,6 @@ export function registerKeys(target: Target, settings: Settings) {
 export function identitiesFor(target: Target, settings: Settings): Identities {
   const { apiKey, foreignApiKey, burstApiKey, ownerTeam, burstTeam } = keysOf(target, settings);
   const nearMisses = registerKeys(target, settings);
-  const bearer = (key: string | undefined) => (key === undefined ? undefined : `Bearer ${key}`);
-  // Where the target is declared to ignore the scheme word, the owner's key under another one is the owner's: its limit, its turns.
-  const schemeWord = settings.declaredSchemeWord ? { team: 'owner' } : { withoutValidKey: true as const };
-  return {
-    owner: { name: 'owner team', authorization: `Bearer ${apiKey}`, owner: true as const, team: 'owner' },
-    foreign: { name: 'foreign team', authorization: `Bearer ${foreignApiKey}`, team: 'foreign' },
-    noKey: { name: 'no Authorization header', withoutValidKey: true },
-    emptyToken: { name: 'Bearer with no token', authorization: 'Bearer ', withoutValidKey: true },
-    garbage: { name: 'garbage credential', authorization: 'garbage%%not-a-credential', withoutValidKey: true },
-    unknownKey: { name: 'unknown well-formed key', authorization: `Bearer fc-${randomBytes(16).toString('hex')}`, withoutValidKey: true },
-    keyCaseChanged: { name: "owner's key with its case changed", authorization: bearer(nearMisses.caseChanged), withoutValidKey: true },
-    keyExtended: { name: "owner's key with characters appended", authorization: bearer(nearMisses.extended), withoutValidKey: true },
-    keyTruncated: { name: "owner's key without its last character", authorization: bearer(nearMisses.truncated), withoutValidKey: true },
-    basicScheme: { name: "owner's key under Basic", authorization: `Basic ${apiKey}`, ...schemeWord },
-    tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}`, ...schemeWord },
-    lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${apiKey}`, team: 'owner' },
-    ...(burstApiKey ? { burst: { name: 'burst team', authorization: `Bearer ${burstApiKey}`, owner: true as const, team: 'burst' } } : {}),
-    ownerTeam,
-    burstTeam,
-  };
+  const callers = callersFor({ apiKey, foreignApiKey, burstApiKey }, nearMisses, settings.declaredSchemeWord !== undefined);
+  return { ...callers, ownerTeam, burstTeam };
 }

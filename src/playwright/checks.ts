@@ -2,13 +2,19 @@
  * The `check` and `testId` fixtures: a test's named checks, judged against the target's known
  * deviations (src/checks/checks.ts says how), and the labels that key the report by test id.
  */
+import path from 'node:path';
 import { test, type Fixtures, type TestInfo } from '@playwright/test';
 import { displayName, historyId, label, labels, testCaseId } from 'allure-js-commons';
 import type { KnownDeviation } from '../config/deviations';
 import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from '../config/errors';
 import { entryOf, reportGroupOf, RULES, ruleOf, testIdOf, type TestId } from '../config/rules';
 import type { Settings } from '../config/settings';
-import type { Check } from '../checks/checks';
+import { notVerifiable, type Check } from '../checks/checks';
+import { failureOf, type Failure } from '../checks/failure';
+import { runCheck } from '../domain/named-checks';
+import { redact } from '../http/redact';
+import type { Trace } from '../reproduction/trace';
+import { curlLine, REPRODUCTION, writeReproduction, type Reproducible } from '../reproduction/write';
 
 /** The declared behaviours a test met, each with its reason: the test ends as a known deviation once its checks are done. */
 type Declared = { name: string; message: string; reason: string }[];
@@ -19,14 +25,16 @@ async function markKnownDeviation(testInfo: TestInfo, name: string, reason: stri
   await displayName(`[known deviation] ${testInfo.title}`);
 }
 
-function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>, declared: Declared): Check {
+function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>, declared: Declared, failures: Failure[]): Check {
   const { checks } = entryOf(id);
-  return async (name, body) => {
+  return async (name, judgement) => {
     if (!checks.includes(name)) throw new RunError(`check "${name}" is not in the catalogue of ${id} (src/config/rules.ts)`);
     const deviation = deviations.find((entry) => entry.test === id && entry.check === name);
+    let unverifiable: string | undefined;
     await test.step(`check ${name}`, async () => {
       try {
-        await body();
+        if (typeof judgement === 'function') await judgement();
+        else unverifiable = runCheck(judgement)?.notVerifiable;
         outcomes.set(name, 'passed');
       } catch (error) {
         const message = plain(String((error as Error)?.message ?? error));
@@ -39,17 +47,39 @@ function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInf
         }
         // The target failed exactly as an entry of its file says.
         const reason = deviation && !(error instanceof RunError) && (!deviation.message || deviation.message.test(message)) ? deviation.reason : undefined;
-        if (reason === undefined) throw error;
+        if (reason === undefined) {
+          if (typeof judgement !== 'function' && !(error instanceof RunError)) failures.push(failureOf(name, judgement, error));
+          throw error;
+        }
         outcomes.set(name, 'deviated');
         await markKnownDeviation(testInfo, name, reason);
         testInfo.fail(true, `Known deviation of this target: ${reason}`);
         throw new KnownDeviationError(`${id} › ${name}: ${reason}\n${message}`);
       }
     }, { box: true });
+    if (unverifiable) notVerifiable(unverifiable);
   };
 }
 
-export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWorkerOnFailure: boolean }, object, { settings: Settings }> = {
+/**
+ * A test whose named checks failed: each failure, typed, goes in the report, and the test leaves a
+ * reproduction (src/reproduction/), named in an annotation the summary, JUnit and Allure show.
+ */
+async function reportFailures(settings: Settings, failed: Reproducible, testInfo: TestInfo): Promise<void> {
+  const shown = failed.failures.map(({ call: _, ...failure }) => failure);
+  await testInfo.attach('failed checks', { body: redact(JSON.stringify(shown, null, 2)), contentType: 'application/json' });
+  const file = await writeReproduction(settings, failed).catch((error: Error) => {
+    testInfo.annotations.push({ type: 'note', description: `no reproduction: ${redact(error.message)}` });
+    return undefined;
+  });
+  if (!file) return;
+  testInfo.annotations.push({ type: REPRODUCTION, description: path.relative(settings.reportsDir, file) });
+  const curl = curlLine(failed);
+  if (curl) testInfo.annotations.push({ type: 'curl', description: curl });
+  await testInfo.attach('reproduction', { path: file, contentType: 'text/javascript' });
+}
+
+export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWorkerOnFailure: boolean }, { requestTrace: Trace }, { settings: Settings }> = {
   /**
    * An option for the kit's variant matrix, where most faulty variants fail a test: a test that
    * failed is then marked as expected to, so that Playwright keeps its worker instead of starting
@@ -79,10 +109,12 @@ export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWor
     { auto: true },
   ],
 
-  check: async ({ testId, settings }, use, testInfo) => {
+  check: async ({ testId, settings, requestTrace: trace }, use, testInfo) => {
     const outcomes = new Map<string, 'passed' | 'deviated'>();
     const declared: Declared = [];
-    await use(createCheck(testId, settings.knownDeviations, testInfo, outcomes, declared));
+    const failures: Failure[] = [];
+    await use(createCheck(testId, settings.knownDeviations, testInfo, outcomes, declared, failures));
+    if (failures.length) await reportFailures(settings, { testId, title: testInfo.title, trace, failures }, testInfo);
     const stale = settings.knownDeviations.filter((entry) => entry.test === testId && outcomes.get(entry.check) === 'passed');
     const staleError = stale.length
       ? `Declared as a known deviation, but it passes: ${stale.map((entry) => `${entry.test} › ${entry.check}`).join(', ')}. Remove it from ${settings.knownDeviationsFile}.`

@@ -20,6 +20,7 @@ import { Ledger, ledgerFile } from '../domain/ledger';
 import { Sessions, type Session } from '../domain/sessions';
 import { burstHasOwnTeam, identitiesFor, targetFrom, type Identities, type Target } from '../domain/target';
 import { checkFixtures } from './checks';
+import { Trace } from '../reproduction/trace';
 
 export { expect } from '../checks/expect';
 
@@ -41,12 +42,15 @@ const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteH
 };
 
 /** A test's client, attaching to its report; cancelled when the test ends. */
-const clientFixtures: Fixtures<{ api: Client }, { ledger: Ledger }, { target: Target; identities: Identities }, { settings: Settings }> = {
+const clientFixtures: Fixtures<{ api: Client; requestTrace: Trace }, { ledger: Ledger }, { target: Target; identities: Identities }, { settings: Settings }> = {
+  /** Every request of the test, for its reproduction. */
+  requestTrace: async ({}, use) => use(new Trace()),
+
   ledger: [async ({ settings }, use) => use(new Ledger(ledgerFile(settings.reportsDir))), { scope: 'worker' }],
 
   // `identities` first: it registers the keys for redaction before any request.
-  api: async ({ target, settings, ledger, identities: _ }, use, testInfo) => {
-    const api = createClient({ target, settings, ledger, endsRunOnHang: true, attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }) });
+  api: async ({ target, settings, ledger, requestTrace: trace, identities: _ }, use, testInfo) => {
+    const api = createClient({ target, settings, ledger, endsRunOnHang: true, onAnswer: (answer, request) => trace.record(answer, request), attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }) });
     await use(api);
     api.cancel();
     // After the sessions' teardown, which used this test's client too: the tally includes its stops.

@@ -15,7 +15,7 @@ import type * as FastCheck from 'fast-check';
 import { durationVerdict, expectCreditsFor, type Interval } from '../domain/billing';
 import { distinctSettlements, isNewCharge } from '../domain/settlements';
 import { summary, type Answer, type Client, type Connection } from '../domain/client';
-import { expectRefusal, expectRevealsNothing } from '../domain/refusals';
+import { expectRefusal, expectRevealsNothing } from '../domain/named-checks';
 import { DeclaredBehaviour, plain, RunError } from '../config/errors';
 import { checkQuickly, expect } from '../checks/expect';
 import { type Sessions } from '../domain/sessions';
@@ -31,6 +31,8 @@ interface SessionModel {
   began: { lo: number; hi: number };
   /** The owner's stop that ended it, once stopped: a later answer repeating it is a replay. */
   ended?: Answer;
+  /** A stop was refused on it while live: the session must have lived on through it. */
+  refusedWhileLive?: true;
 }
 
 export interface Model {
@@ -190,6 +192,10 @@ export function interactStep(budget: Budget, index: number): Step {
     // Interact is how sessions are used, not the operation under test: an answer the history
     // cannot go on from is an error of the run.
     const refused = answer.status >= 400 && answer.status < 500;
+    // Refused on a session a refused stop should have left running: that refusal ended it.
+    if (session.live && refused && answer.status !== 429 && session.refusedWhileLive) {
+      await expecting(real.history, 'a refused stop changes nothing: the session it was refused on is still usable (rules 3, 5)', () => expect(answer.status, summary(answer)).toBe(200));
+    }
     if ((session.live && answer.status !== 200) || (!session.live && answer.status !== 200 && !refused)) {
       real.history.note('✗ the interact answered what no history can go on from');
       throw new RunError(`an interact on ${describeSession(session)} answered ${answer.status}: ${summary(answer)}`);
@@ -199,6 +205,7 @@ export function interactStep(budget: Budget, index: number): Step {
       session.live = true;
       session.began = { lo: answer.sentAt, hi: answer.receivedAt };
       session.ended = undefined;
+      session.refusedWhileLive = undefined;
       real.history.note(`(a new session ${session.label} begins with this interact)`);
     }
   });
@@ -229,6 +236,7 @@ export function refusedStopStep(budget: Budget, index: number, who: Refuser): St
     if (!real.identities[who].authorization && who === 'keyCaseChanged') return;
     const answer = await stop(real, session, who);
     real.history.step(`${real.identities[who].name} stops ${describeSession(session)} → ${brief(answer)}`);
+    if (session.live) session.refusedWhileLive = true;
     await expecting(real.history, `a stop by ${real.identities[who].name} is refused and reveals nothing (rules 3, 5, 7)`, () => {
       expectRefusal(answer, who === 'foreign' && session.live ? 403 : undefined);
       expectRevealsNothing(answer, real.identities.ownerTeam);

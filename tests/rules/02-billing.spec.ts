@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { test, expect } from '../../src/playwright/fixtures';
-import { expectCreditsFor, expectDurationWithin, measuredInterval } from '../../src/domain/billing';
+import { test } from '../../src/playwright/fixtures';
+import { boundsOf, measuredInterval } from '../../src/domain/billing';
+import { judge } from '../../src/domain/named-checks';
 import { notVerifiable } from '../../src/checks/checks';
 import { RunError } from '../../src/config/errors';
 import { summary } from '../../src/domain/client';
@@ -45,15 +46,12 @@ for (const { id, title, index, gap, interacts } of holds) {
         });
       }
       const stop = await test.step('the owner stops the session', () => api.stop(session.jobId, identities.owner));
-      await check('status', () => {
-        expect(stop.status, summary(stop)).toBe(200);
-        expect(stop.body).toMatchSchema('stop-result');
-      });
+      await check('status', judge.stopped(stop));
       const interval = measuredInterval(session, stop);
       await test.info().attach('measured interval', { body: JSON.stringify({ loMs: interval.lo, hiMs: interval.hi, holdMs }), contentType: 'application/json' });
-      await check('duration', () => expectDurationWithin(stop.body, interval, settings));
+      await check('duration', judge.duration(stop, session.created, boundsOf(settings)));
       if (stop.body?.creditsBilled === undefined) notVerifiable('the stop result has no creditsBilled: billing cannot be checked against the measured duration');
-      await check('credits', () => expectCreditsFor(stop.body, interval, settings));
+      await check('credits', judge.credits(stop, session.created, boundsOf(settings)));
     },
   );
 }

@@ -10,7 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { burstLock, test, expect } from '../../src/playwright/fixtures';
 import { notVerifiable } from '../../src/checks/checks';
 import { summary, type Answer } from '../../src/domain/client';
-import { checkSurvived, expectRevealsNothing, ownerValuesOf, refusalHoldMs } from '../../src/domain/refusals';
+import { refusalHoldMs } from '../../src/domain/refusals';
+import { boundsOf } from '../../src/domain/billing';
+import { expectRevealsNothing, judge, ownerValuesOf } from '../../src/domain/named-checks';
 import { RunError } from '../../src/config/errors';
 import { scheduleFor } from '../../src/coordination/schedule';
 import { peakPerSecond, sendBurst } from '../../src/domain/burst';
@@ -96,10 +98,10 @@ test(
     });
 
     const recovery = recovered ?? (await recover());
-    await check('recovers', () => expect(recovery.status, `the limiter must recover within BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}: ${summary(recovery)}`).toBe(404));
+    await check('recovers', judge.status(recovery, 404, `the limiter must recover within BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}`));
 
     if (!throttled) notVerifiable(`none of the ${team.name}'s ${stops.length} stops during the burst was throttled (each got through), so whether a throttled stop does nothing could not be checked`);
     const stop = await test.step(`the ${team.name} stops the session the burst throttled`, () => api.stop(throttled.session.jobId, team));
-    await checkSurvived(check, 'throttled-stop-did-nothing', stop, throttled.session, throttled.answer, settings);
+    await check('throttled-stop-did-nothing', judge.survived(stop, throttled.session.created, throttled.answer, boundsOf(settings)));
   },
 );

@@ -1,25 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { test, expect } from '../../src/playwright/fixtures';
-import { JSON_ERROR_CONTENT_TYPE, summary, type Answer } from '../../src/domain/client';
+import { test } from '../../src/playwright/fixtures';
+import type { Answer } from '../../src/domain/client';
+import { judge } from '../../src/domain/named-checks';
 import { notVerifiable } from '../../src/checks/checks';
 import { spec } from '../../src/config/rules';
 
-function expectJsonError(answer: Answer) {
-  expect(answer.status, summary(answer)).toBeGreaterThanOrEqual(400);
-  expect(answer.headers['content-type'], `Content-Type of the ${answer.status} answer`).toMatch(JSON_ERROR_CONTENT_TYPE);
-  expect(answer.body).toMatchSchema('error');
-}
-
 test('a 404 answer is application/json with success false and a short single-line error', spec('json-answers/not-found'), async ({ api, identities, check }) => {
   const stop = await api.stop(randomUUID(), identities.owner);
-  await check('status', () => expect(stop.status, summary(stop)).toBe(404));
-  await check('json-error', () => expectJsonError(stop));
+  await check('status', judge.status(stop, 404));
+  await check('json-error', judge.jsonError(stop));
 });
 
 test('a 403 answer is application/json with success false and a short single-line error', spec('json-answers/forbidden'), async ({ api, session, identities, check }) => {
   const stop = await api.stop(session.jobId, identities.foreign);
-  await check('status', () => expect(stop.status, summary(stop)).toBe(403));
-  await check('json-error', () => expectJsonError(stop));
+  await check('status', judge.status(stop, 403));
+  await check('json-error', judge.jsonError(stop));
 });
 
 /**
@@ -33,16 +28,16 @@ function unlessRateLimited(answer: Answer): void {
 test('the refusal of a request without a key is application/json with success false and a short single-line error', spec('json-answers/no-key'), async ({ api, identities, check }) => {
   const stop = await api.stop(randomUUID(), identities.noKey, { on429: 'return-last' });
   unlessRateLimited(stop);
-  await check('json-error', () => expectJsonError(stop));
+  await check('json-error', judge.jsonError(stop));
 });
 
 test('the refusal of an unknown key is application/json with success false and a short single-line error', spec('json-answers/unknown-key'), async ({ api, identities, check }) => {
   const stop = await api.stop(randomUUID(), identities.unknownKey, { on429: 'return-last' });
   unlessRateLimited(stop);
-  await check('json-error', () => expectJsonError(stop));
+  await check('json-error', judge.jsonError(stop));
 });
 
 test('the refusal of a malformed jobId is application/json with success false and a short single-line error', spec('json-answers/malformed-job-id'), async ({ api, identities, check }) => {
   const stop = await api.stop('not-a-uuid', identities.owner);
-  await check('json-error', () => expectJsonError(stop));
+  await check('json-error', judge.jsonError(stop));
 });

@@ -1,0 +1,38 @@
+/** One answer of the target as tests see it, and how assertion messages name it. */
+import type { Refusal } from '../http/limits';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type JsonBody = Record<string, any> | undefined;
+
+/** One answer of the target, as tests see it: redacted, parsed, timed. */
+export interface Answer {
+  method: string;
+  path: string;
+  status: number;
+  headers: Record<string, string>;
+  text: string;
+  /** Parsed JSON body, or undefined when the body is not JSON. */
+  body: JsonBody;
+  /** performance.now() just before the final attempt was sent, and once its whole answer had arrived. */
+  sentAt: number;
+  receivedAt: number;
+  attempts: number;
+  /** Sent on a kept-alive connection that had already carried a request (`connection` in SendOptions). */
+  reusedConnection?: boolean;
+  /** A 429's words read (limits.ts), and whether the rate's window had room when it was sent, where the run knows the rate. */
+  refusal?: Refusal & { roomInWindow?: boolean };
+}
+
+/** application/json, with or without parameters such as charset: what the specification names for the stop result. */
+export const JSON_CONTENT_TYPE = /^application\/json\s*(;.*)?$/i;
+
+/** JSON, or a JSON-based type such as application/problem+json: the specification names no type for failures. */
+export const JSON_ERROR_CONTENT_TYPE = /^application\/([\w.-]+\+)?json\s*(;.*)?$/i;
+
+/** The session's resource: POST creates or uses it, DELETE stops it. */
+export const interactPath = (jobId: string) => `/v2/scrape/${jobId}/interact`;
+
+/** One line naming an answer and the start of its body, for assertion messages. */
+export function summary(answer: Answer): string {
+  return `${answer.method} ${answer.path} answered ${answer.status}: ${answer.text.replace(/\s+/g, ' ').slice(0, 300)}`;
+}

@@ -1,0 +1,22 @@
+/** What a reproduction carries: the failed test's trace, the checks that failed with their arguments, and the run's bounds. Never a key, never the target's address. */
+import type { Serialized, TraceStep } from './trace';
+
+export interface ReproducedCheck {
+  /** The check's name in the test's catalogue entry. */
+  check: string;
+  /** The named check, and its arguments against the trace (src/domain/named-checks.ts). */
+  judge: string;
+  args: Serialized[];
+  /** What it said in the run. */
+  message: string;
+}
+
+export interface Plan {
+  test: string;
+  title: string;
+  steps: TraceStep[];
+  checks: ReproducedCheck[];
+  /** The target's file declared the owner's key under any scheme word the owner's: such a 429 is waited out. */
+  schemeWordIgnored: boolean;
+  limits: { requestTimeoutMs: number; maxBodyBytes: number; backoffBudgetMs: number };
+}

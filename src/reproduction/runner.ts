@@ -1,0 +1,173 @@
+/**
+ * What a reproduction does (bundled into each `<reports>/reproductions/<test-id>.mjs`): the
+ * failed test's requests again, against BASE_URL with the keys of API_KEY, FOREIGN_API_KEY and
+ * BURST_API_KEY, by the same callers, on the same connections, with the same pauses between an
+ * answer and the next request; then the same named checks with the same bounds on the new
+ * answers; then a stop of every session it opened. Exit 1: the fault shows; 0: it does not; 2:
+ * the reproduction could not tell (a rate limit it could not wait out, a session it could not open).
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { exchange } from '../http/exchange';
+import { retryDelayMs } from '../http/limits';
+import { redact, redactHeaders, registerSecret } from '../http/redact';
+import { interactPath, type Answer, type JsonBody } from '../domain/answer';
+import { callersFor, nearMissesOf, type Identity } from '../domain/callers';
+import { runCheck, type CheckCall } from '../domain/named-checks';
+import type { Plan } from './plan';
+import type { Serialized, TraceStep } from './trace';
+
+class CouldNotTell extends Error {}
+
+const JOB_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+const PROVISIONING_RACE_MS = 5_000;
+
+export async function reproduce(plan: Plan, env = process.env, print: (line: string) => void = console.log): Promise<0 | 1 | 2> {
+  const baseURL = env.BASE_URL?.replace(/\/+$/, '');
+  const keys = { apiKey: env.API_KEY ?? '', foreignApiKey: env.FOREIGN_API_KEY ?? '', burstApiKey: env.BURST_API_KEY };
+  const needed = [['BASE_URL', baseURL], ['API_KEY', keys.apiKey], ...(plan.steps.some((step) => step.as === 'foreign') ? [['FOREIGN_API_KEY', keys.foreignApiKey]] : []), ...(plan.steps.some((step) => step.as === 'burst') ? [['BURST_API_KEY', keys.burstApiKey]] : [])];
+  const missing = needed.filter(([, value]) => !value).map(([name]) => name);
+  if (missing.length) {
+    print(`COULD NOT TELL: set ${missing.join(', ')} (the target and its keys are read from the environment, never written here)`);
+    return 2;
+  }
+  const nearMisses = nearMissesOf(keys.apiKey);
+  for (const [name, key] of [['API_KEY', keys.apiKey], ['FOREIGN_API_KEY', keys.foreignApiKey], ['BURST_API_KEY', keys.burstApiKey]]) if (key) registerSecret(key, name!);
+  for (const form of Object.values(nearMisses)) if (form) registerSecret(form, 'NEAR_API_KEY');
+  const callers: Record<string, Identity | undefined> = callersFor(keys as typeof keys & { foreignApiKey: string }, nearMisses, plan.schemeWordIgnored);
+  const jobs = new Map<string, string>();
+  const replace = (text: string) => text.replace(JOB_ID, (id) => {
+    const now = jobs.get(id.toLowerCase());
+    return now === undefined ? id : id === id.toUpperCase() ? now.toUpperCase() : now;
+  });
+  const connections = new Map<number, http.Agent>();
+  const agentOf = (step: TraceStep) => {
+    const key = step.pooled ? 0 : step.connection;
+    if (key === undefined) return undefined;
+    if (!connections.has(key)) connections.set(key, new (baseURL!.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets: step.pooled ? 256 : 1 }));
+    return connections.get(key);
+  };
+  const send = async (step: Pick<TraceStep, 'method' | 'path' | 'data' | 'as' | 'on429'>, agent?: http.Agent): Promise<Answer> => {
+    const as = callers[step.as];
+    if (!as) throw new CouldNotTell(`no key for the ${step.as} caller`);
+    const path = replace(step.path);
+    const started = performance.now();
+    for (let attempt = 1; ; attempt++) {
+      const raw = await exchange(baseURL + path, { method: step.method, headers: as.authorization === undefined ? {} : { authorization: as.authorization }, data: step.data, timeoutMs: plan.limits.requestTimeoutMs, maxBodyBytes: plan.limits.maxBodyBytes, agent }).catch((error) => {
+        throw new CouldNotTell(`${step.method} ${path} failed: ${redact(String((error as Error).message))}`);
+      });
+      const text = redact(raw.body.toString('utf8'));
+      let body: JsonBody;
+      try {
+        const parsed = JSON.parse(text);
+        body = parsed !== null && typeof parsed === 'object' ? parsed : undefined;
+      } catch {
+        body = undefined;
+      }
+      const answer: Answer = { method: step.method, path, status: raw.status, headers: redactHeaders(raw.headers), text, body, sentAt: raw.sentAt, receivedAt: raw.receivedAt, attempts: attempt, ...(agent ? { reusedConnection: raw.reused } : {}) };
+      if (answer.status !== 429 || step.on429 === 'once') return answer;
+      const wait = retryDelayMs(attempt, answer.headers['retry-after'], Math.random, performance.now() - started);
+      if (performance.now() - started + wait > plan.limits.backoffBudgetMs) {
+        if (step.on429 === 'return-last') return answer;
+        throw new CouldNotTell(`${step.method} ${path} was still rate limited (429) after ${Math.round((performance.now() - started) / 1000)} s`);
+      }
+      await sleep(wait);
+    }
+  };
+
+  const answers: Answer[] = [];
+  const opened = new Map<string, string>();
+  const replay = async (step: TraceStep): Promise<Answer> => {
+    let answer = await send(step, agentOf(step));
+    // A session opened just after its scrape may not be found yet: tried again, as the run does.
+    for (let waitMs = 100, since = performance.now(); step.opens && step.status === 200 && answer.status === 404 && performance.now() - since < PROVISIONING_RACE_MS; waitMs *= 2) {
+      await sleep(waitMs);
+      answer = await send(step, agentOf(step));
+    }
+    print(`#${step.seq} ${answer.method} ${answer.path} as ${step.as}${step.connection ? ` (connection ${step.connection})` : ''} → ${answer.status} ${answer.text.replace(/\s+/g, ' ').slice(0, 200)}`);
+    if (step.createdJob) {
+      const created = answer.body?.data?.metadata?.scrapeId;
+      if (answer.status !== 200 || typeof created !== 'string') throw new CouldNotTell(`the scrape that creates the job answered ${answer.status}, not 200 with a job id`);
+      jobs.set(step.createdJob.toLowerCase(), created);
+    }
+    const job = /^\/v2\/scrape\/([^/]+)\/interact$/.exec(answer.path)?.[1]?.toLowerCase();
+    if (job && step.method === 'POST' && answer.status === 200) opened.set(job, step.as);
+    if (job && step.method === 'DELETE' && ['owner', 'burst'].includes(step.as) && (answer.status === 200 || answer.status === 404)) opened.delete(job);
+    if (step.opens && step.status === 200 && answer.status !== 200) throw new CouldNotTell(`the session could not be opened: ${answer.method} ${answer.path} answered ${answer.status}`);
+    return answer;
+  };
+
+  let verdict: 0 | 1 | 2 = 0;
+  try {
+    print(`Reproduction of ${plan.test}: ${plan.title}`);
+    await replaySteps(plan.steps, replay, answers);
+    for (const check of plan.checks) {
+      const call = { judge: check.judge, args: check.args.map((arg) => revive(arg, answers, replace)) } as CheckCall;
+      try {
+        const outcome = runCheck(call);
+        if (outcome?.notVerifiable) {
+          print(`COULD NOT TELL ${check.check}: ${outcome.notVerifiable}`);
+          verdict = Math.max(verdict, 2) as 2;
+        } else print(`HOLDS ${check.check} (it failed in the run: ${check.message.split('\n')[0]})`);
+      } catch (error) {
+        const message = redact(String((error as Error).message)).replace(/\u001b\[[0-9;]*m/g, '');
+        if ((error as Error).name === 'DeclaredBehaviour') print(`HOLDS ${check.check}, as the target's known-deviations file declares: ${message.split('\n')[0]}`);
+        else {
+          print(`FAILS ${check.check}: ${message}`);
+          verdict = 1;
+        }
+      }
+    }
+  } catch (error) {
+    if (!(error instanceof CouldNotTell)) throw error;
+    print(`COULD NOT TELL: ${error.message}`);
+    verdict = 2;
+  } finally {
+    await stopOpened(opened, (jobId, as) => send({ method: 'DELETE', path: interactPath(jobId), as, on429: 'retry' }), print);
+    connections.forEach((agent) => agent.destroy());
+  }
+  print(verdict === 1 ? 'The fault shows (exit 1).' : verdict === 0 ? 'The fault does not show (exit 0).' : 'Could not tell (exit 2).');
+  return verdict;
+}
+
+/**
+ * The steps in their order, each sent once every step answered before it was sent in the run has
+ * answered here too, after the same pause as in the run: holds keep their length on a target of
+ * any speed, and requests the run sent at once go at once.
+ */
+async function replaySteps(steps: TraceStep[], replay: (step: TraceStep) => Promise<Answer>, answers: Answer[]): Promise<void> {
+  const done: Promise<Answer>[] = [];
+  const start = performance.now();
+  for (const step of steps) {
+    const before = steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt);
+    done[step.seq] = (async () => {
+      const previous = await Promise.all(before.map((earlier) => done[earlier.seq]));
+      const last = before.reduce<TraceStep | undefined>((latest, earlier) => (!latest || earlier.receivedAt > latest.receivedAt ? earlier : latest), undefined);
+      const from = last ? Math.max(...previous.map((answer) => answer.receivedAt)) : start;
+      const pause = step.sentAt - (last ? last.receivedAt : steps[0].sentAt);
+      await sleep(Math.max(0, from + pause - performance.now()));
+      return (answers[step.seq] = await replay(step));
+    })();
+    // Steps are started in order: a later one never overtakes an earlier one sent at the same moment.
+    await Promise.resolve();
+  }
+  await Promise.all(done);
+}
+
+function revive(value: Serialized, answers: Answer[], replace: (text: string) => string): unknown {
+  if (typeof value === 'string') return replace(value);
+  if (Array.isArray(value)) return value.map((item) => revive(item, answers, replace));
+  if (value && typeof value === 'object') {
+    if ('$answer' in value && typeof value.$answer === 'number') return answers[value.$answer];
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, revive(item as Serialized, answers, replace)]));
+  }
+  return value;
+}
+
+async function stopOpened(opened: Map<string, string>, stop: (jobId: string, as: string) => Promise<Answer>, print: (line: string) => void): Promise<void> {
+  for (const [jobId, as] of opened) {
+    const answer = await stop(jobId, as).catch((error: Error) => error);
+    print(answer instanceof Error ? `Could not stop the session of ${jobId} it opened: ${answer.message}` : `Stopped the session of ${jobId} it opened → ${answer.status}`);
+  }
+}

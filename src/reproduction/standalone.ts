@@ -1,0 +1,13 @@
+/** The entry of a reproduction script: its plan is written above the bundle as `PLAN`. */
+import { reproduce } from './runner';
+import type { Plan } from './plan';
+
+declare const PLAN: Plan;
+
+reproduce(PLAN).then(
+  (code) => process.exit(code),
+  (error: Error) => {
+    console.error(`COULD NOT TELL: the reproduction itself failed: ${error.message}`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,97 @@
+/**
+ * Writes a failed test's reproduction: `<reports>/reproductions/<rule>/<test>.mjs`, one file that
+ * Node 18 or later runs with no package beside it. It holds the test's trace and the checks that
+ * failed (plan.ts), above the runner (runner.ts) bundled with its own `expect` and the schemas.
+ * Nothing is written that carries a registered key in any form.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Failure } from '../checks/failure';
+import { RunError } from '../config/errors';
+import type { Settings } from '../config/settings';
+import { redact } from '../http/redact';
+import type { Plan } from './plan';
+import type { Trace } from './trace';
+
+export const REPRODUCTIONS = 'reproductions';
+
+/** The annotation that names a test's reproduction, relative to the reports folder. */
+export const REPRODUCTION = 'reproduction';
+
+export const reproductionFile = (reportsDir: string, testId: string) => path.join(reportsDir, REPRODUCTIONS, ...testId.split('/')) + '.mjs';
+
+let runner: Promise<string> | undefined;
+
+/** The runner, bundled once per process: the checks' `expect` swapped for one without Playwright. */
+function bundledRunner(): Promise<string> {
+  runner ??= (async () => {
+    const { build } = await import('esbuild');
+    const result = await build({
+      entryPoints: [path.join(__dirname, 'standalone.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node18',
+      minify: true,
+      legalComments: 'none',
+      write: false,
+      logLevel: 'silent',
+      banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+      plugins: [
+        {
+          name: 'expect-without-playwright',
+          setup: (bundle) => bundle.onResolve({ filter: /\/checks\/expect$/ }, () => ({ path: path.join(__dirname, 'expect.ts') })),
+        },
+      ],
+    });
+    return result.outputFiles[0].text;
+  })();
+  return runner;
+}
+
+export interface Reproducible {
+  testId: string;
+  title: string;
+  trace: Trace;
+  failures: Failure[];
+}
+
+/** Writes the reproduction and returns its path, or undefined when no failed check can be run again. */
+export async function writeReproduction(settings: Settings, { testId, title, trace, failures }: Reproducible): Promise<string | undefined> {
+  if (!failures.length) return undefined;
+  const plan: Plan = {
+    test: testId,
+    title,
+    steps: trace.steps,
+    checks: failures.map(({ check, judge, call, message }) => ({ check, judge, args: call.args.map((arg) => trace.serialize(arg)), message })),
+    schemeWordIgnored: settings.declaredSchemeWord !== undefined,
+    limits: { requestTimeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, backoffBudgetMs: settings.backoffBudgetMs },
+  };
+  const file = reproductionFile(settings.reportsDir, testId);
+  const text = [
+    `// Reproduction of ${testId}: ${title}`,
+    '// The same requests, by the same callers, with the same pauses, then the same checks with the same bounds.',
+    `// Run it: BASE_URL=<target> API_KEY=<key> FOREIGN_API_KEY=<other team's key> node ${path.relative(settings.reportsDir, file)}`,
+    '// Node 18 or later, no packages. Exit 1: the fault shows; 0: it does not; 2: could not tell.',
+    '// Every reproduction of a run: npx stop-session-conformance replay <reports folder>',
+    `const PLAN = ${JSON.stringify(plan, null, 1)};`,
+    await bundledRunner(),
+  ].join('\n');
+  if (redact(text) !== text) throw new RunError(`the reproduction of ${testId} would carry a key: not written`);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, text);
+  return file;
+}
+
+const SHELL_SAFE = /^[\w./%-]*$/;
+
+/** A curl line, with the key as $API_KEY, where one request that needs no earlier one shows the fault; else undefined. */
+export function curlLine({ trace, failures }: Reproducible): string | undefined {
+  const steps = new Set(failures.flatMap(({ call }) => JSON.stringify(call.args.map((arg) => trace.serialize(arg))).match(/"\$answer":\d+/g) ?? []));
+  if (steps.size !== 1) return undefined;
+  const step = trace.steps[Number([...steps][0].split(':')[1])];
+  const created = trace.steps.flatMap((earlier) => (earlier.createdJob ? [earlier.createdJob.toLowerCase()] : []));
+  if (created.some((jobId) => step.path.toLowerCase().includes(jobId)) || step.data !== undefined || !SHELL_SAFE.test(step.path)) return undefined;
+  const header = step.as === 'owner' ? ' -H "Authorization: Bearer $API_KEY"' : step.as === 'foreign' ? ' -H "Authorization: Bearer $FOREIGN_API_KEY"' : step.as === 'noKey' ? '' : undefined;
+  return header === undefined ? undefined : `curl -sS -X ${step.method}${header} "$BASE_URL${step.path}"`;
+}
