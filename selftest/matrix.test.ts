@@ -1,7 +1,8 @@
 /**
  * The suite against every variant of the reference: every faulty variant must be caught by the
  * rule named for it (a fault only an order of operations shows, by the sequences rule alone),
- * every correct variant must pass, and no run may leave a session running or a key in a report.
+ * every correct variant must pass, no run may leave a session running or a key in a report, and
+ * each failed test's reproduction must show its variant's fault again and pass on the reference.
  * MATRIX=full runs every rule against the faulty variants too (slower; shows every rule a fault trips).
  */
 import { test } from 'node:test';
@@ -30,7 +31,7 @@ test('the suite catches every faulty variant by its rule, passes every correct o
   // Playwright runs every group of one set of worker options (a known-deviations file) before the next set's, in the order the sets first appear.
   const all = [...productionVariants, ...variants];
   const rank = (v: (typeof all)[number]) => (v.knownDeviations ? 0 : v.holdsPastAMinute ? 1 : !v.breaks || v.runsEveryRule ? 2 : 3);
-  const run = await runMatrix([...all].sort((a, b) => rank(a) - rank(b)), { full: process.env.MATRIX === 'full', severalSeeds: true });
+  const run = await runMatrix([...all].sort((a, b) => rank(a) - rank(b)), { full: process.env.MATRIX === 'full', severalSeeds: true, reproductions: process.env.MATRIX === 'full' ? 'all' : 'quickest' });
   const rerun = run.results.filter((r) => r.rerun).map((r) => r.variant.name);
   console.log(`${renderMatrix(run)}\n${run.results.length} variants in ${(run.durationMs / 1000).toFixed(1)} s${rerun.length ? `; run again alone, their bursts too slow to tell the first time: ${rerun.join(', ')}` : ''}`);
   const wrong = run.results
@@ -38,6 +39,12 @@ test('the suite catches every faulty variant by its rule, passes every correct o
     .map((r) => `${r.variant.name}: ${r.verdict}\n    ${[r.problem, ...r.tests.filter((t) => t.outcome !== 'pass').slice(0, 3).map((t) => `${t.id} ${t.outcome}: ${t.note}`)].filter(Boolean).join('\n    ')}`);
   assert.deepEqual(wrong, [], 'variants with the wrong outcome');
   expectNoLeaks(run);
+  // Every failed test's reproduction shows its variant's fault again and is quiet on the reference (the key scan above covers them).
+  const reproduced = run.results.flatMap((r) => (r.reproduced ?? []).map((x) => ({ ...x, variant: r.variant.name })));
+  const unfaithful = reproduced.filter((x) => x.onVariant !== 1 || x.onReference !== 0).map((x) => `${x.variant} ${x.test}: ${x.onVariant} on the variant, ${x.onReference} on the reference\n${x.output.slice(-1500)}`);
+  console.log(`${reproduced.length} reproductions replayed, of ${new Set(reproduced.map((x) => x.variant)).size} variants`);
+  assert.deepEqual(unfaithful, [], 'reproductions that do not show their fault again, or show one on the reference');
+  assert.ok(reproduced.length >= 40, `only ${reproduced.length} variants left a reproduction`);
   // One caught order fault, shrunk: its counterexample is short enough to read.
   const shrunk = run.results.find((r) => r.variant.name === 'revive-with-old-clock')!.tests.find((t) => t.id === 'sequences/random-histories')!;
   const steps = Number(/A history of (\d+) steps breaks the model/.exec(shrunk.message ?? '')?.[1]);

@@ -5,10 +5,10 @@
  * so an error of the run is never mistaken for a catch.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createReferenceServer, type ReferenceServer } from '../reference/server';
+import { createReferenceServer, loadTeams, type ReferenceServer } from '../reference/server';
 import type { Variant } from './variants';
 import { entryOf, filesOf, RULES, TEST_IDS, testIdOf, ruleOf, type RuleId, type TestId } from '../src/config/rules';
 import { outcomeOf, type Outcome } from '../src/report/verdict';
@@ -33,6 +33,8 @@ export interface VariantResult {
   problem?: string;
   /** Run a second time, alone: its burst was too slow to tell the first time. */
   rerun?: boolean;
+  /** With `reproductions`: each reproduction the run left, and its exit code against the variant and against the reference. */
+  reproduced?: { test: string; onVariant: number; onReference: number; output: string }[];
 }
 
 export interface MatrixRun {
@@ -114,11 +116,12 @@ function judge(variant: Variant, tests: TestOutcome[], caughtBy: RuleId[]): Vari
 }
 
 /**
+ * `reproductions`: the reproductions the failed tests left, replayed (all, or each variant's quickest);
  * `full`: every rule against every variant; `rules`: these rules against every variant;
  * `severalSeeds`: the sequences rule against every correct variant with SEEDS_OF_CORRECT_VARIANTS. `env`:
  * settings for the suite runs (the sequences rule runs with a fixed seed unless it gives another).
  */
-type MatrixOptions = { full?: boolean; rules?: RuleId[]; severalSeeds?: boolean; env?: Record<string, string> };
+type MatrixOptions = { full?: boolean; rules?: RuleId[]; severalSeeds?: boolean; env?: Record<string, string>; reproductions?: 'all' | 'quickest' };
 
 /**
  * The matrix; a variant whose burst the busy runner kept too slow to tell a limit from none (an
@@ -138,7 +141,7 @@ export async function runMatrix(variants: Variant[], options: MatrixOptions = {}
   };
 }
 
-async function runMatrixOnce(variants: Variant[], { full = false, rules, severalSeeds = false, env: extraEnv = {} }: MatrixOptions = {}): Promise<MatrixRun> {
+async function runMatrixOnce(variants: Variant[], { full = false, rules, severalSeeds = false, env: extraEnv = {}, reproductions }: MatrixOptions = {}): Promise<MatrixRun> {
   const started = performance.now();
   const output = mkdtempSync(path.join(os.tmpdir(), 'conformance-matrix-'));
   const servers: ReferenceServer[] = await Promise.all(variants.map((variant) => createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...variant.options })));
@@ -147,6 +150,7 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
     const specs = variants.flatMap((variant, index) =>
       writeSpecs(output, index, variant.name, rulesOf(variant), {
         target: { baseURL: servers[index].url, embedded: true },
+        reproductionsFolder: path.join(output, 'reproductions', variant.name),
         ...(variant.holdsPastAMinute ? { minuteHoldMs: 61_250 } : {}),
         // The hosted service's variants differ in what their file declares, not in their orders of operations: one seed.
         ...(!variant.breaks && severalSeeds && !variant.knownDeviations && !variant.declaredReasons ? { sequenceSeeds: SEEDS_OF_CORRECT_VARIANTS, sequenceRuns: 20 } : {}),
@@ -170,11 +174,54 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
       const problem = JSON.stringify(ran) === JSON.stringify(expected) ? undefined : `ran ${ran.length} tests of its rules where ${expected.length} were due: missing ${JSON.stringify(expected.filter((id) => !ran.includes(id)))}, twice ${JSON.stringify(ran.filter((id, i) => ran.indexOf(id) !== i))}, others ${JSON.stringify(ran.filter((id) => !expected.includes(id)))}`;
       return { variant, caughtBy, tests, activeSessions: servers[index].activeSessions().length, verdict: problem ? 'RUN ERROR' : judge(variant, tests, caughtBy), problem };
     });
+    if (reproductions) await replayReproductions(output, variants, servers, results, reproductions);
     return { results, outputs: [output], log, durationMs: performance.now() - started };
   } finally {
     // Playwright ran without the command, which would have removed the run's working folder.
     rmSync(runFolder(output), { recursive: true, force: true });
     await Promise.all(servers.map((server) => server.close()));
+  }
+}
+
+const REPLAYS_AT_ONCE = 6;
+
+/**
+ * Runs every reproduction the variants' failed tests left against the variant (it must show the
+ * fault again: exit 1) and against a fresh reference (it must not: exit 0), a few at a time.
+ */
+function recordedMs(file: string): number {
+  const text = readFileSync(file, 'utf8');
+  const start = text.indexOf('const PLAN = ') + 'const PLAN = '.length;
+  const steps: { sentAt: number; receivedAt: number }[] = JSON.parse(text.slice(start, text.indexOf('};\n', start) + 1)).steps;
+  return steps.length ? steps.at(-1)!.receivedAt - steps[0].sentAt : 0;
+}
+
+async function replayReproductions(output: string, variants: Variant[], servers: ReferenceServer[], results: VariantResult[], reproductions: 'all' | 'quickest'): Promise<void> {
+  const reference = await createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT });
+  const [owner, foreign, burst] = loadTeams();
+  const keys = { API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_API_KEY: burst.keys[0] };
+  const jobs = variants.flatMap((variant, index) => {
+    const folder = path.join(output, 'reproductions', variant.name);
+    if (!existsSync(folder)) return [];
+    const all = readdirSync(folder, { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.mjs')).map((name) => ({ index, file: path.join(folder, name), test: name.replace(/\.mjs$/, '') }));
+    // The quickest of each variant's, unless all are asked for: what the run spent on the test is about what its replay takes.
+    return reproductions === 'all' ? all : [...all].sort((a, b) => recordedMs(a.file) - recordedMs(b.file)).slice(0, 1);
+  });
+  const replayOn = async (file: string, baseURL: string) => runCommand(process.execPath, [file], { PATH: process.env.PATH, BASE_URL: baseURL, ...keys });
+  try {
+    for (let next = 0; next < jobs.length; next += REPLAYS_AT_ONCE) {
+      await Promise.all(
+        jobs.slice(next, next + REPLAYS_AT_ONCE).map(async ({ index, file, test }) => {
+          const [onVariant, onReference] = await Promise.all([replayOn(file, servers[index].url), replayOn(file, reference.url)]);
+          const result = results[index];
+          (result.reproduced ??= []).push({ test, onVariant: onVariant.code, onReference: onReference.code, output: `against the variant:\n${onVariant.log}\nagainst the reference:\n${onReference.log}` });
+        }),
+      );
+    }
+    const left = reference.activeSessions().length;
+    if (left) throw new Error(`the reproductions left ${left} session(s) running on the reference`);
+  } finally {
+    await reference.close();
   }
 }
 

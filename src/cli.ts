@@ -5,6 +5,7 @@
  *   reference [--port N]                         serve the reference implementation
  *   cleanup                                      stop the sessions a killed run left in the ledger
  *   verdict <summary.json...>                    merge the summaries of shards into one verdict
+ *   replay [reports folder]                      run a run's reproductions again: FIXED, STILL FAILING, COULD NOT TELL
  *
  * Exit codes: 0 pass, 1 fail, 2 error of the run or of the configuration, 3 incomplete.
  */
@@ -22,6 +23,8 @@ import { ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TAB
 import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from './report/verdict';
 import { buildAllureReport } from './report/allure-report';
 import { ledgerFiles, runShards, SHARD_FOLDERS, shardFolders } from './shards';
+import { REPRODUCTIONS } from './reproduction/plan';
+import { replay } from './replay';
 
 const ROOT = path.join(__dirname, '..');
 const NAME = 'stop-session-conformance';
@@ -38,6 +41,7 @@ function help(): string {
     `       ${NAME} reference [--port <port>]       serve the reference implementation (default port 3002)`,
     `       ${NAME} cleanup                         stop the sessions a killed run left in <reports>/ledger.jsonl`,
     `       ${NAME} verdict <summary.json...>       merge the summaries of shards into one verdict`,
+    `       ${NAME} replay [reports folder]         run the reproductions of a run's failures against the target configured now`,
     '',
     'Options of run (each also read from its environment variable, or from .env):',
     '  --grep <regexp>, --grep-invert <regexp>, --shard <i/n>   passed to Playwright',
@@ -109,7 +113,7 @@ async function run(argv: string[]): Promise<number> {
   process.env.REPORTS_DIR = settings.reportsDir;
   if (settings.knownDeviationsFile) process.env.KNOWN_DEVIATIONS = settings.knownDeviationsFile;
   // What an earlier run wrote, and the channels earlier versions of the kit kept in the reports folder.
-  for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json', 'rate-limit', ...SHARD_FOLDERS, ...OLD_CHANNELS]) {
+  for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json', 'rate-limit', REPRODUCTIONS, ...SHARD_FOLDERS, ...OLD_CHANNELS]) {
     rmSync(path.join(settings.reportsDir, stale), { recursive: true, force: true });
   }
   if (shards > 1) {
@@ -334,6 +338,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'reference') return reference(rest);
   if (command === 'cleanup') return cleanup();
   if (command === 'verdict') return verdict(rest);
+  if (command === 'replay') return replay(rest);
   return run(command === 'run' ? rest : argv);
 }
 

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { test, type Fixtures, type TestInfo } from '@playwright/test';
-import { displayName, historyId, label, labels, testCaseId } from 'allure-js-commons';
+import { displayName, historyId, label, labels, link, testCaseId } from 'allure-js-commons';
 import type { KnownDeviation } from '../config/deviations';
 import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from '../config/errors';
 import { entryOf, reportGroupOf, RULES, ruleOf, testIdOf, type TestId } from '../config/rules';
@@ -73,19 +73,25 @@ async function reportFailures(settings: Settings, failed: Reproducible, testInfo
     return undefined;
   });
   if (!file) return;
-  testInfo.annotations.push({ type: REPRODUCTION, description: path.relative(settings.reportsDir, file) });
+  const relative = path.relative(settings.reportsDir, file).split(path.sep).join('/');
+  testInfo.annotations.push({ type: REPRODUCTION, description: relative });
+  // From the Allure report's page (<reports>/allure-report/index.html) to the file.
+  await link(`../${relative}`, `reproduction: ${relative}`);
   const curl = curlLine(failed);
   if (curl) testInfo.annotations.push({ type: 'curl', description: curl });
   await testInfo.attach('reproduction', { path: file, contentType: 'text/javascript' });
 }
 
-export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWorkerOnFailure: boolean }, { requestTrace: Trace }, { settings: Settings }> = {
+export const checkFixtures: Fixtures<{ testId: TestId; check: Check; reproductionsFolder: string | undefined }, { keepWorkerOnFailure: boolean }, { requestTrace: Trace }, { settings: Settings }> = {
   /**
    * An option for the kit's variant matrix, where most faulty variants fail a test: a test that
    * failed is then marked as expected to, so that Playwright keeps its worker instead of starting
    * another (about half a second of CPU each). Outcomes are read from the results' status and errors.
    */
   keepWorkerOnFailure: [false, { scope: 'worker', option: true }],
+
+  /** Where failed tests leave their reproductions: `<reports>/reproductions` unless the variant matrix gives each variant its own. */
+  reproductionsFolder: [undefined, { option: true }],
 
   testId: [
     async ({ keepWorkerOnFailure }, use, testInfo) => {
@@ -109,12 +115,12 @@ export const checkFixtures: Fixtures<{ testId: TestId; check: Check }, { keepWor
     { auto: true },
   ],
 
-  check: async ({ testId, settings, requestTrace: trace }, use, testInfo) => {
+  check: async ({ testId, settings, requestTrace: trace, reproductionsFolder }, use, testInfo) => {
     const outcomes = new Map<string, 'passed' | 'deviated'>();
     const declared: Declared = [];
     const failures: Failure[] = [];
     await use(createCheck(testId, settings.knownDeviations, testInfo, outcomes, declared, failures));
-    if (failures.length) await reportFailures(settings, { testId, title: testInfo.title, trace, failures }, testInfo);
+    if (failures.length) await reportFailures(settings, { testId, title: testInfo.title, trace, failures, folder: reproductionsFolder }, testInfo);
     const stale = settings.knownDeviations.filter((entry) => entry.test === testId && outcomes.get(entry.check) === 'passed');
     const staleError = stale.length
       ? `Declared as a known deviation, but it passes: ${stale.map((entry) => `${entry.test} › ${entry.check}`).join(', ')}. Remove it from ${settings.knownDeviationsFile}.`

@@ -16,6 +16,7 @@ import { learntRates } from '../coordination/schedule';
 import { describeRate, type Limiter, type Rate } from '../config/rates';
 import { ruleOf, testIdOf, type TestId } from '../config/rules';
 import { firstLine } from '../config/errors';
+import { REPRODUCTION } from '../reproduction/plan';
 import { emptyRecords, outcomeOf, renderSummary, summarise, type Summary, type TestRecord } from '../report/verdict';
 
 export interface SummaryOptions {
@@ -79,12 +80,15 @@ export default class SummaryReporter implements Reporter {
       errors: result.errors.map((error) => error.message ?? error.value ?? 'unknown error'),
       annotations: [...test.annotations, ...(result.annotations ?? [])],
     });
-    this.records.set(id, { ...this.records.get(id)!, outcome, note: note && redact(note) });
+    const annotation = (type: string) => [...test.annotations, ...(result.annotations ?? [])].find((found) => found.type === type)?.description;
+    const [reproduction, curl] = outcome === 'fail' ? [annotation(REPRODUCTION), annotation('curl')] : [];
+    this.records.set(id, { ...this.records.get(id)!, outcome, note: note && redact(note), ...(reproduction ? { reproduction } : {}), ...(curl ? { curl } : {}) });
     this.durations.set(id, result.duration);
     // Why, for anything but a pass: the first line of each error (the test's own, its teardown's), or of the note.
     const errors = result.errors.map((error) => firstLine(redact(error.message ?? error.value ?? '')));
     const why = outcome === 'pass' ? [] : outcome === 'fail' || outcome === 'error' ? [...new Set(errors.filter(Boolean))].slice(0, 3) : [firstLine(note && redact(note))].filter(Boolean);
-    console.log([`  ${outcome.toUpperCase().padEnd(16)} ${id} (${result.duration} ms)`, ...why.map((line) => `      ${line}`)].join('\n'));
+    const reproduce = reproduction ? [`      reproduce: node ${path.relative(process.cwd(), path.join(this.options.reportsDir, reproduction))}${curl ? `, or: ${curl}` : ''}`] : [];
+    console.log([`  ${outcome.toUpperCase().padEnd(16)} ${id} (${result.duration} ms)`, ...why.map((line) => `      ${line}`), ...reproduce].join('\n'));
     this.done += 1;
     this.progress();
   }
@@ -155,7 +159,8 @@ const xml = (text: string) => text.replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>
 export function junitXml(summary: Summary, durations: Map<TestId, number>): string {
   const cases = (tests: TestRecord[]) =>
     tests.map((test) => {
-      const props = [['rule', ruleOf(test.id)], ['test-id', test.id], ['level', test.level], ['outcome', test.outcome]]
+      const reproduction = test.reproduction ? [['reproduction', test.reproduction], ...(test.curl ? [['curl', test.curl]] : [])] : [];
+      const props = [['rule', ruleOf(test.id)], ['test-id', test.id], ['level', test.level], ['outcome', test.outcome], ...reproduction]
         .map(([name, value]) => `        <property name="${name}" value="${xml(value)}"/>`)
         .join('\n');
       const note = xml(test.note ?? '');

@@ -36,7 +36,8 @@ export function githubSummary(summary: Summary | undefined, runExitCode?: number
       lines.push(`| ${cell(rule.title)} (\`${id}\`) | ${ICONS[rule.status]} ${rule.status} | ${levels} | ${ran}/${rule.tests.length} |`);
     }
     const section = (title: string, items: string[]) => items.length && lines.push('', `### ${title}`, '', ...items.map((item) => `- ${cell(item)}`));
-    const listed = (outcome: Outcome) => tests.filter((test) => test.outcome === outcome).map((test: TestRecord) => `\`${test.id}\` [@${test.level}]${test.note ? `: ${test.note}` : ''}`);
+    const reproduced = (test: TestRecord) => (test.reproduction ? ` (reproduction: \`${test.reproduction}\`${test.curl ? `; \`${test.curl}\`` : ''})` : '');
+    const listed = (outcome: Outcome) => tests.filter((test) => test.outcome === outcome).map((test: TestRecord) => `\`${test.id}\` [@${test.level}]${test.note ? `: ${test.note}` : ''}${reproduced(test)}`);
     section('Failures', listed('fail'));
     section('Known deviations', listed('known deviation'));
     section('Not verifiable', listed('not verifiable'));

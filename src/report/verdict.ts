@@ -23,6 +23,9 @@ export interface TestRecord {
   level: Level;
   outcome: Outcome;
   note?: string;
+  /** A failed test's reproduction, relative to the reports folder, and a curl line where one request shows the fault. */
+  reproduction?: string;
+  curl?: string;
 }
 
 export interface RuleRecord {
@@ -149,6 +152,7 @@ export function renderSummary(summary: Summary): string {
     lines.push(`  ${status.toUpperCase().padEnd(20)} ${rule.title}`);
     for (const test of rule.tests.filter((t) => t.outcome !== 'pass' && t.outcome !== 'not run')) {
       lines.push(`      ${test.outcome.padEnd(15)} [@${test.level}] ${test.id}${test.note ? `\n          ${test.note}` : ''}`);
+      if (test.reproduction) lines.push(`          reproduction: ${test.reproduction}${test.curl ? `; one request shows it: ${test.curl}` : ''}`);
     }
   }
   const count = (outcome: Outcome) => Object.values(summary.rules).flatMap((rule) => rule.tests).filter((test) => test.outcome === outcome).length;

@@ -1,5 +1,13 @@
 /** What a reproduction carries: the failed test's trace, the checks that failed with their arguments, and the run's bounds. Never a key, never the target's address. */
+import path from 'node:path';
 import type { Serialized, TraceStep } from './trace';
+
+export const REPRODUCTIONS = 'reproductions';
+
+/** The annotation that names a test's reproduction, relative to the reports folder. */
+export const REPRODUCTION = 'reproduction';
+
+export const reproductionFile = (reportsDir: string, testId: string) => path.join(reportsDir, REPRODUCTIONS, ...testId.split('/')) + '.mjs';
 
 export interface ReproducedCheck {
   /** The check's name in the test's catalogue entry. */

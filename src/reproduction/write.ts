@@ -10,15 +10,11 @@ import type { Failure } from '../checks/failure';
 import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
 import { redact } from '../http/redact';
-import type { Plan } from './plan';
+import { reproductionFile, type Plan } from './plan';
+
+export { REPRODUCTION } from './plan';
 import type { Trace } from './trace';
 
-export const REPRODUCTIONS = 'reproductions';
-
-/** The annotation that names a test's reproduction, relative to the reports folder. */
-export const REPRODUCTION = 'reproduction';
-
-export const reproductionFile = (reportsDir: string, testId: string) => path.join(reportsDir, REPRODUCTIONS, ...testId.split('/')) + '.mjs';
 
 let runner: Promise<string> | undefined;
 
@@ -54,10 +50,12 @@ export interface Reproducible {
   title: string;
   trace: Trace;
   failures: Failure[];
+  /** In place of `<reports>/reproductions`. */
+  folder?: string;
 }
 
 /** Writes the reproduction and returns its path, or undefined when no failed check can be run again. */
-export async function writeReproduction(settings: Settings, { testId, title, trace, failures }: Reproducible): Promise<string | undefined> {
+export async function writeReproduction(settings: Settings, { testId, title, trace, failures, folder }: Reproducible): Promise<string | undefined> {
   if (!failures.length) return undefined;
   const plan: Plan = {
     test: testId,
@@ -67,7 +65,7 @@ export async function writeReproduction(settings: Settings, { testId, title, tra
     schemeWordIgnored: settings.declaredSchemeWord !== undefined,
     limits: { requestTimeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, backoffBudgetMs: settings.backoffBudgetMs },
   };
-  const file = reproductionFile(settings.reportsDir, testId);
+  const file = folder ? path.join(folder, ...testId.split('/')) + '.mjs' : reproductionFile(settings.reportsDir, testId);
   const text = [
     `// Reproduction of ${testId}: ${title}`,
     '// The same requests, by the same callers, with the same pauses, then the same checks with the same bounds.',

@@ -1,0 +1,75 @@
+/**
+ * `replay [reports folder]`: runs every reproduction a run left (`<reports>/reproductions/`), one
+ * after the other, against the target configured now (BASE_URL and its keys; unset, a fresh
+ * embedded reference), and says per test FIXED (exit 0), STILL FAILING (1) or COULD NOT TELL (2).
+ * It exits with the worst: 1 if any still fails, else 2 if any could not tell, else 0.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { ConfigurationError, loadSettings } from './config/settings';
+import { TEAMS_FILE } from './domain/target';
+import { REPRODUCTIONS } from './reproduction/plan';
+
+const VERDICTS: Record<number, string> = { 0: 'FIXED', 1: 'STILL FAILING', 2: 'COULD NOT TELL' };
+
+function reproductionsIn(folder: string): string[] {
+  if (!existsSync(folder)) return [];
+  return readdirSync(folder, { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.mjs'))
+    .map((name) => path.join(folder, name))
+    .sort();
+}
+
+function runOne(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.on('close', (code) => resolve({ code: code === 0 || code === 1 ? code : 2, output }));
+  });
+}
+
+export async function replay(argv: string[]): Promise<number> {
+  const { positionals } = parseArgs({ args: argv, allowPositionals: true });
+  let settings;
+  try {
+    settings = loadSettings();
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    console.error(error.message);
+    return 2;
+  }
+  const reports = path.resolve(positionals[0] ?? settings.reportsDir);
+  const files = reproductionsIn(path.join(reports, REPRODUCTIONS));
+  if (!files.length) {
+    console.log(`No reproductions in ${path.relative(process.cwd(), reports) || '.'}: its run failed no check that leaves one.`);
+    return 0;
+  }
+  const env = { ...process.env };
+  let server: { url: string; close: () => Promise<void> } | undefined;
+  if (settings.embedded) {
+    const { createReferenceServer } = await import('../reference/server');
+    server = await createReferenceServer({ port: 0 });
+    const [owner, foreign, burst] = (JSON.parse(readFileSync(TEAMS_FILE, 'utf8')) as { teams: { keys: string[] }[] }).teams;
+    Object.assign(env, { BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_API_KEY: burst.keys[0] });
+  }
+  console.log(`Replaying ${files.length} reproduction(s) of ${path.relative(process.cwd(), reports) || '.'} against ${settings.embedded ? 'a fresh embedded reference' : settings.baseURL}`);
+  let worst = 0;
+  try {
+    for (const file of files) {
+      const id = path.relative(path.join(reports, REPRODUCTIONS), file).replace(/\.mjs$/, '').split(path.sep).join('/');
+      const { code, output } = await runOne(file, env);
+      writeFileSync(file.replace(/\.mjs$/, '.replay.log'), output);
+      const why = output.split('\n').find((line) => /^(FAILS|COULD NOT TELL)/.test(line));
+      console.log(`  ${VERDICTS[code].padEnd(15)} ${id}${code && why ? `\n      ${why.slice(0, 300)}` : ''}`);
+      worst = code === 1 || worst === 1 ? 1 : Math.max(worst, code);
+    }
+  } finally {
+    await server?.close();
+  }
+  console.log(`Replay: ${VERDICTS[worst]} (exit ${worst}); each reproduction's output is beside it, in <test>.replay.log.`);
+  return worst;
+}
