@@ -147,6 +147,37 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     }
   });
 
+  test('a failed test leaves a reproduction without a key: replay says STILL FAILING on the faulty target, FIXED once the fault is gone', async () => {
+    const { server: faulty, env } = await external(options('foreign-403-still-stops'));
+    const { server: unknownJob, env: unknownJobEnv } = await external(options('unknown-job-200'));
+    const { server: fixed } = await external(undefined);
+    try {
+      const run = await conformance(['--rule', 'foreign-team'], env);
+      assert.equal(run.code, 1, run.log.slice(-3000));
+      const survives = run.summary!.rules['foreign-team'].tests.find((t) => t.id === 'foreign-team/survives')!;
+      assert.deepEqual([survives.outcome, survives.reproduction], ['fail', 'reproductions/foreign-team/survives.mjs']);
+      assert.match(run.log, /^ {6}reproduce: node \S*reproductions\/foreign-team\/survives\.mjs$/m);
+      assert.match(readFileSync(path.join(run.reports, 'junit.xml'), 'utf8'), /<property name="reproduction" value="reproductions\/foreign-team\/survives\.mjs"\/>/);
+      const replay = (extra: Record<string, string>) => runCommand(process.execPath, [BIN, 'replay', run.reports], isolatedEnv(extra));
+      const still = await replay(env);
+      assert.equal(still.code, 1, still.log);
+      assert.match(still.log, /STILL FAILING +foreign-team\/survives\n +FAILS (refused|survives): /);
+      const gone = await replay({ ...env, BASE_URL: fixed.url });
+      assert.equal(gone.code, 0, gone.log);
+      assert.match(gone.log, /FIXED +foreign-team\/survives/);
+      // Without BASE_URL, against a fresh embedded reference.
+      assert.match((await replay({})).log, /FIXED +foreign-team\/survives/);
+      assert.equal(fixed.activeSessions().length, 0, 'the reproduction stopped the sessions it opened');
+      // Where one request shows the fault, a curl line with the key as $API_KEY.
+      const single = await conformance(['--rule', 'unknown-job'], unknownJobEnv);
+      const random = single.summary!.rules['unknown-job'].tests.find((t) => t.id === 'unknown-job/random-uuid')!;
+      assert.match(random.curl ?? '', /^curl -sS -X DELETE -H "Authorization: Bearer \$API_KEY" "\$BASE_URL\/v2\/scrape\/[0-9a-f-]{36}\/interact"$/);
+      assert.deepEqual([...filesContaining(run.reports), ...filesContaining(single.reports), ...filesContaining(still.log)], [], 'keys in the reproductions, their logs or the reports');
+    } finally {
+      await Promise.all([faulty.close(), unknownJob.close(), fixed.close()]);
+    }
+  });
+
   test("with BURST_API_KEY the burst runs beside the other tests on a third team, and cleanup stops that team's sessions with its key only", async () => {
     // 50 in 3 s: a client slowed by a busy machine still saturates the limit early in a window, so a stop sent then is throttled.
     const { server, env } = await external(undefined, { limit: 50, windowMs: 3000 });

@@ -94,12 +94,7 @@ async function run(argv: string[]): Promise<number> {
   if (shards > 1 && values.shard) return configurationError('--shards runs every shard itself: leave --shard out');
   let settings: Settings;
   try {
-    settings = settingsWith({
-      BASE_URL: values['base-url'],
-      KNOWN_DEVIATIONS: values['known-deviations'],
-      STRICT: values.strict ? '1' : undefined,
-      REPORTS_DIR: values.reports && path.resolve(values.reports),
-    });
+    settings = settingsWith({ BASE_URL: values['base-url'], KNOWN_DEVIATIONS: values['known-deviations'], STRICT: values.strict ? '1' : undefined, REPORTS_DIR: values.reports && path.resolve(values.reports) });
   } catch (error) {
     if (error instanceof ConfigurationError) return configurationError(error.message);
     throw error;

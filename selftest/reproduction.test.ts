@@ -1,0 +1,66 @@
+/**
+ * Reproductions judge as the run does: their `expect` (src/reproduction/expect.ts) agrees with
+ * Playwright's on every matcher the named checks use, the bundled runner carries no Playwright and
+ * no key, and a trace's arguments are written as data, never as a caller.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Settings } from '../src/config/settings';
+import type { Answer } from '../src/domain/answer';
+import { Trace } from '../src/reproduction/trace';
+import { writeReproduction } from '../src/reproduction/write';
+import { SECRETS } from './secrets';
+
+type Expect = (actual: unknown, message?: string) => any;
+
+const stop = { success: true, sessionDurationMs: 1250, creditsBilled: 0.041667 };
+const CASES: [string, (expect: Expect) => void][] = [
+  ['toBe', (e) => e(200).toBe(200)], ['toBe, another value', (e) => e(404).toBe(200)], ['toBe, NaN', (e) => e(NaN).toBe(NaN)], ['toBe, 0 and -0', (e) => e(-0).toBe(0)], ['toBe, an equal object', (e) => e({}).toBe({})],
+  ['not.toBe', (e) => e(undefined).not.toBe(true)], ['not.toBe, the same', (e) => e(true).not.toBe(true)],
+  ['>=', (e) => e(3).toBeGreaterThanOrEqual(3)], ['>=, below', (e) => e(2.9).toBeGreaterThanOrEqual(3)], ['>=, a string', (e) => e('5').toBeGreaterThanOrEqual(3)],
+  ['<=', (e) => e(3).toBeLessThanOrEqual(3)], ['<=, above', (e) => e(3.1).toBeLessThanOrEqual(3)], ['<=, null', (e) => e(null).toBeLessThanOrEqual(3)],
+  ['<', (e) => e(499).toBeLessThan(500)], ['<, equal', (e) => e(500).toBeLessThan(500)], ['<, NaN', (e) => e(NaN).toBeLessThan(500)], ['>', (e) => e(1).toBeGreaterThan(0)], ['>, equal', (e) => e(0).toBeGreaterThan(0)],
+  ['toContain', (e) => e([200, 404]).toContain(404)], ['toContain, missing', (e) => e([200, 404]).toContain(500)], ['toContain, a string', (e) => e('a 404 answer').toContain('404')],
+  ['toEqual []', (e) => e([]).toEqual([])], ['toEqual [], not empty', (e) => e(['creditsBilled']).toEqual([])], ['toEqual, an object', (e) => e({ a: 1 }).toEqual({ a: 1 })], ['toEqual, another object', (e) => e({ a: 1 }).toEqual({ a: 2 })],
+  ['toMatch', (e) => e('application/json; charset=utf-8').toMatch(/^application\/json\s*(;.*)?$/i)], ['toMatch, failing', (e) => e('text/html').toMatch(/^application\/json/)], ['toMatch, undefined', (e) => e(undefined).toMatch(/json/)],
+  ['toBeUndefined', (e) => e(undefined).toBeUndefined()], ['toBeUndefined, a value', (e) => e('x').toBeUndefined()],
+  ['toMatchSchema', (e) => e(stop).toMatchSchema('stop-result')], ['toMatchSchema, breaking it', (e) => e({ ...stop, success: 'yes' }).toMatchSchema('stop-result')],
+  ['toMatchSchema, an error', (e) => e({ success: false, error: 'Forbidden.' }).toMatchSchema('error')], ['toMatchSchema, a multi-line error', (e) => e({ success: false, error: 'a\nb' }).toMatchSchema('error')],
+];
+
+test("a reproduction's expect agrees with Playwright's on every matcher the named checks use, and says what it expected", async () => {
+  const { expect: run } = await import('../src/checks/expect');
+  const { expect: reproduction } = await import('../src/reproduction/expect');
+  const outcome = (check: () => void) => {
+    try {
+      check();
+      return 'pass';
+    } catch {
+      return 'fail';
+    }
+  };
+  for (const [name, check] of CASES) assert.equal(outcome(() => check(reproduction)), outcome(() => check(run as Expect)), name);
+  assert.throws(() => reproduction(404, 'status').toBe(200), /status[\s\S]*Expected: 200[\s\S]*Received: 404/);
+});
+
+test('a reproduction is one file of at most 400 KB, without Playwright, a key, or the target; a caller is never written into it', async () => {
+  const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'reproduction-'));
+  const trace = new Trace();
+  const answer: Answer = { method: 'DELETE', path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact', status: 404, headers: {}, text: `{"success":false,"error":"x"}`, body: { success: false, error: 'x' }, sentAt: 1, receivedAt: 2, attempts: 1 };
+  const owner = { name: 'owner team', role: 'owner', authorization: `Bearer ${SECRETS[0]}`, owner: true as const };
+  trace.record(answer, { method: 'DELETE', path: answer.path, as: owner });
+  assert.throws(() => trace.serialize({ as: owner }), /a caller cannot be written/);
+  const settings = { reportsDir, requestTimeoutMs: 10_000, maxBodyBytes: 1_000_000, backoffBudgetMs: 6_000 } as Settings;
+  const file = await writeReproduction(settings, { testId: 'unknown-job/random-uuid', title: 'a title', trace, failures: [{ check: 'status', judge: 'status', outcome: 'failed', message: 'm', answers: [], call: { judge: 'status', args: [answer, 200] } }] });
+  const text = readFileSync(file!, 'utf8');
+  assert.ok(text.length < 400_000, `${text.length} characters`);
+  assert.doesNotMatch(text, /@playwright|playwright-core|127\.0\.0\.1/);
+  assert.ok(!SECRETS.some((key) => text.includes(key)));
+  rmSync(reportsDir, { recursive: true, force: true });
+  const plan = JSON.parse(text.slice(text.indexOf('const PLAN = ') + 13, text.indexOf('};\n') + 1));
+  assert.deepEqual(plan.checks[0].args, [{ $answer: 0 }, 200], 'an answer is written as its step');
+  assert.deepEqual(Object.keys(plan.steps[0]).sort(), ['as', 'method', 'on429', 'path', 'receivedAt', 'sentAt', 'seq', 'status']);
+});
