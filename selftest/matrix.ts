@@ -9,7 +9,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, loadTeams, type ReferenceServer } from '../reference/server';
-import type { Variant } from './variants';
+import { variants as catalogue, type Variant } from './variants';
+import { productionVariants } from './production';
 import { entryOf, filesOf, RULES, TEST_IDS, testIdOf, ruleOf, type RuleId, type TestId } from '../src/config/rules';
 import { outcomeOf, type Outcome } from '../src/report/verdict';
 import { runFolder } from '../src/coordination/run-folder';
@@ -174,7 +175,7 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
       const problem = JSON.stringify(ran) === JSON.stringify(expected) ? undefined : `ran ${ran.length} tests of its rules where ${expected.length} were due: missing ${JSON.stringify(expected.filter((id) => !ran.includes(id)))}, twice ${JSON.stringify(ran.filter((id, i) => ran.indexOf(id) !== i))}, others ${JSON.stringify(ran.filter((id) => !expected.includes(id)))}`;
       return { variant, caughtBy, tests, activeSessions: servers[index].activeSessions().length, verdict: problem ? 'RUN ERROR' : judge(variant, tests, caughtBy), problem };
     });
-    if (reproductions) await replayReproductions(output, variants, servers, results, reproductions);
+    if (reproductions) await replayReproductions(output, variants, results, reproductions);
     return { results, outputs: [output], log, durationMs: performance.now() - started };
   } finally {
     // Playwright ran without the command, which would have removed the run's working folder.
@@ -185,10 +186,7 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
 
 const REPLAYS_AT_ONCE = 6;
 
-/**
- * Runs every reproduction the variants' failed tests left against the variant (it must show the
- * fault again: exit 1) and against a fresh reference (it must not: exit 0), a few at a time.
- */
+/** How long the test the reproduction replays took in the run, from its first request to its last answer. */
 function recordedMs(file: string): number {
   const text = readFileSync(file, 'utf8');
   const start = text.indexOf('const PLAN = ') + 'const PLAN = '.length;
@@ -196,8 +194,16 @@ function recordedMs(file: string): number {
   return steps.length ? steps.at(-1)!.receivedAt - steps[0].sentAt : 0;
 }
 
-async function replayReproductions(output: string, variants: Variant[], servers: ReferenceServer[], results: VariantResult[], reproductions: 'all' | 'quickest'): Promise<void> {
-  const reference = await createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT });
+/**
+ * Runs every reproduction the variants' failed tests left against a fresh server of the variant
+ * (it must show the fault again: exit 1) and against a correct target (it must not: exit 0): the
+ * reference, or for a variant with a known-deviations file, the correct variant declared by the
+ * same file. A few at a time.
+ */
+async function replayReproductions(output: string, variants: Variant[], results: VariantResult[], reproductions: 'all' | 'quickest'): Promise<void> {
+  const correctWith = (file?: string) => [...productionVariants, ...catalogue].find((v) => !v.breaks && !v.declaredReasons && v.knownDeviations === file);
+  const quiet = new Map<string | undefined, ReferenceServer>();
+  for (const file of new Set(variants.map((variant) => variant.knownDeviations))) quiet.set(file, await createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...correctWith(file)?.options }));
   const [owner, foreign, burst] = loadTeams();
   const keys = { API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_API_KEY: burst.keys[0] };
   const jobs = variants.flatMap((variant, index) => {
@@ -212,16 +218,18 @@ async function replayReproductions(output: string, variants: Variant[], servers:
     for (let next = 0; next < jobs.length; next += REPLAYS_AT_ONCE) {
       await Promise.all(
         jobs.slice(next, next + REPLAYS_AT_ONCE).map(async ({ index, file, test }) => {
-          const [onVariant, onReference] = await Promise.all([replayOn(file, servers[index].url), replayOn(file, reference.url)]);
+          // Fresh: the run may have left the variant's limiter or sessions in a state of its fault.
+          const fresh = await createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...variants[index].options });
+          const [onVariant, onReference] = await Promise.all([replayOn(file, fresh.url), replayOn(file, quiet.get(variants[index].knownDeviations)!.url)]).finally(() => fresh.close());
           const result = results[index];
           (result.reproduced ??= []).push({ test, onVariant: onVariant.code, onReference: onReference.code, output: `against the variant:\n${onVariant.log}\nagainst the reference:\n${onReference.log}` });
         }),
       );
     }
-    const left = reference.activeSessions().length;
-    if (left) throw new Error(`the reproductions left ${left} session(s) running on the reference`);
+    const left = [...quiet.values()].reduce((sum, server) => sum + server.activeSessions().length, 0);
+    if (left) throw new Error(`the reproductions left ${left} session(s) running on the correct targets`);
   } finally {
-    await reference.close();
+    await Promise.all([...quiet.values()].map((server) => server.close()));
   }
 }
 

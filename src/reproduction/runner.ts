@@ -48,7 +48,7 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     if (!connections.has(key)) connections.set(key, new (baseURL!.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets: step.pooled ? 256 : 1 }));
     return connections.get(key);
   };
-  const send = async (step: Pick<TraceStep, 'method' | 'path' | 'data' | 'as' | 'on429'>, agent?: http.Agent): Promise<Answer> => {
+  const send = async (step: Pick<TraceStep, 'method' | 'path' | 'data' | 'as' | 'on429'> & { status?: number }, agent?: http.Agent): Promise<Answer> => {
     const as = callers[step.as];
     if (!as) throw new CouldNotTell(`no key for the ${step.as} caller`);
     const path = replace(step.path);
@@ -69,7 +69,8 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
       if (answer.status !== 429 || step.on429 === 'once') return answer;
       const wait = retryDelayMs(attempt, answer.headers['retry-after'], Math.random, performance.now() - started);
       if (performance.now() - started + wait > plan.limits.backoffBudgetMs) {
-        if (step.on429 === 'return-last') return answer;
+        // The run took a 429 as this request's answer too, once its back-off gave up.
+        if (step.on429 === 'return-last' || step.status === 429) return answer;
         throw new CouldNotTell(`${step.method} ${path} was still rate limited (429) after ${Math.round((performance.now() - started) / 1000)} s`);
       }
       await sleep(wait);
