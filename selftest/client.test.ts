@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createClient, type Client } from '../src/domain/client';
+import { Coordination } from '../src/coordination/coordination';
 import { exchange } from '../src/http/exchange';
 import { retryDelayMs } from '../src/http/limits';
 import { Ledger } from '../src/domain/ledger';
@@ -196,7 +197,7 @@ test('a request waiting after 429 goes before fresh ones from other clients of t
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"success":false,"error":"x"}');
   });
   const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'queue-'));
-  const client = () => createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 2_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000, reportsDir } });
+  const client = () => createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 2_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000 }, coordination: new Coordination(reportsDir, server.url) });
   const [a, b] = [client(), client()];
   // One team (the queue is per identity); the server tells the requests apart by their tokens.
   const send = (who: Client, name: string, team = 'owner team') => who.send({ method: 'DELETE', path: '/x', as: { name: team, authorization: `Bearer ${name}` } });
@@ -253,7 +254,7 @@ test("while another process's burst sends, a request waits for it; the burst wai
     else answer();
   });
   const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'quiet-'));
-  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000, reportsDir } });
+  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000 }, coordination: new Coordination(reportsDir, server.url) });
   const send = (to: string) => client.send({ method: 'DELETE', path: to, as: { name: 'owner team', authorization: 'Bearer x' } });
   try {
     await send('/x'); // the client's first request: loading and first calls are not what is measured

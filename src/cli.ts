@@ -13,7 +13,6 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { hangFile } from './domain/client';
 import { Ledger, ledgerFile } from './domain/ledger';
 import { COMMAND_PIPE_VARIABLE, endingFile } from './playwright/global-setup';
 import { channel, removeRunFolder, reportsFolderInUse } from './coordination/run-folder';
@@ -233,7 +232,7 @@ function runPlaywright(args: string[], settings: Settings): Promise<string | und
       child.kill('SIGINT');
     };
     // A request the target left unanswered (client.ts): the run ends now, its teardown stopping what it opened, instead of meeting the same silence test after test.
-    const hang = hangFile(settings.reportsDir);
+    const hang = channel(settings.reportsDir, 'hang');
     const ending = endingFile(settings.reportsDir);
     rmSync(hang, { force: true });
     rmSync(ending, { force: true });

@@ -8,13 +8,10 @@
  * price (`data.metadata.creditsUsed`). This is what tells one settlement reported twice from two
  * equal charges, which no answer can.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from './client';
 import { RunError } from '../config/errors';
-import { channel } from '../coordination/run-folder';
+import type { Coordination } from '../coordination/coordination';
 import type { Spending } from './ledger';
 import type { Settings } from '../config/settings';
 import type { Identity } from './target';
@@ -24,7 +21,7 @@ export const CREDIT_USAGE_PATH = '/v2/team/credit-usage';
 /** The owner team's credits before the run's first scrape, or why the account cannot be used. */
 export type Opening = { remaining: number } | { unavailable: string };
 
-type AccountSettings = Pick<Settings, 'reportsDir' | 'accountCheck' | 'accountSettleMs' | 'requestTimeoutMs'>;
+type AccountSettings = Pick<Settings, 'accountCheck' | 'accountSettleMs' | 'requestTimeoutMs'>;
 
 /** The team's remaining credits, or why the counter cannot be read. */
 export async function readCredits(api: Client, as: Identity): Promise<{ remaining: number } | { unavailable: string }> {
@@ -35,15 +32,13 @@ export async function readCredits(api: Client, as: Identity): Promise<{ remainin
   return { unavailable: `GET ${CREDIT_USAGE_PATH} answered ${answer.status}${answer.status === 200 ? ' without a number in data.remainingCredits' : ''}` };
 }
 
-const openingFile = (settings: Pick<Settings, 'reportsDir'>, baseURL: string) =>
-  path.join(channel(settings.reportsDir, 'account'), `${createHash('sha1').update(baseURL).digest('hex').slice(0, 12)}.json`);
-
 const opened = new Map<string, Promise<Opening>>();
 
 /**
  * The opening of the owner team's account on this run's target, read once for the whole run
- * before its first scrape. Against a remote target the counter must hold still for a second
- * (charges of an earlier run may still be landing); one that keeps moving is another use of the team.
+ * before its first scrape (one worker reads it for all). Against a remote target the counter must
+ * hold still for a second (charges of an earlier run may still be landing); one that keeps moving
+ * is another use of the team.
  */
 export function openAccount(api: Client, owner: Identity, settings: AccountSettings): Promise<Opening> {
   const key = api.target.baseURL;
@@ -54,30 +49,9 @@ export function openAccount(api: Client, owner: Identity, settings: AccountSetti
 
 async function takeOpening(api: Client, owner: Identity, settings: AccountSettings): Promise<Opening> {
   if (!settings.accountCheck) return { unavailable: 'the account check is turned off (ACCOUNT_CHECK=0)' };
-  const file = openingFile(settings, api.target.baseURL);
-  mkdirSync(path.dirname(file), { recursive: true });
-  try {
-    writeFileSync(`${file}.lock`, String(process.pid), { flag: 'wx' });
-  } catch {
-    // Another worker reads it: wait for its reading, as long as its reading may take.
-    const until = performance.now() + settings.accountSettleMs + 3 * settings.requestTimeoutMs + 1000;
-    while (performance.now() < until) {
-      const reading = readOpening(settings, api.target.baseURL);
-      if (reading) return reading;
-      await sleep(50, undefined, { signal: api.signal });
-    }
-    return { unavailable: 'the worker that read the opening of the account never wrote it' };
-  }
-  const write = (opening: Opening) => {
-    writeFileSync(`${file}.tmp`, JSON.stringify(opening));
-    renameSync(`${file}.tmp`, file);
-    return opening;
-  };
-  // Whatever happens to this reading, the other workers hear of it; an error of the run stays one.
-  return readStill(api, owner, settings).then(write, (error: Error) => {
-    write({ unavailable: `reading it failed: ${error.message}` });
-    throw error;
-  });
+  if (!api.coordination) return readStill(api, owner, settings);
+  // The others wait for its reading as long as the reading may take.
+  return api.coordination.readOnce(OPENING, () => readStill(api, owner, settings), settings.accountSettleMs + 3 * settings.requestTimeoutMs + 1000, api.signal);
 }
 
 async function readStill(api: Client, owner: Identity, settings: AccountSettings): Promise<Opening> {
@@ -94,10 +68,12 @@ async function readStill(api: Client, owner: Identity, settings: AccountSettings
 }
 
 /** The opening some worker of this run wrote, if any. */
-export function readOpening(settings: Pick<Settings, 'reportsDir'>, baseURL: string): Opening | undefined {
-  const file = openingFile(settings, baseURL);
-  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Opening) : undefined;
+export function readOpening(coordination: Coordination): Opening | undefined {
+  return coordination.readShared<Opening>(OPENING);
 }
+
+/** Its name among the readings the run's workers share. */
+const OPENING = 'account-opening';
 
 export interface Reading {
   /** ms since the first reading. */

@@ -1,6 +1,7 @@
 /** Stopping what a run left open: the global teardown's and `cleanup`'s stops, each tried hard within bounds. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Settings } from '../config/settings';
+import { Coordination } from '../coordination/coordination';
 import { createClient, type Answer, type Client } from './client';
 import type { Ledger } from './ledger';
 import { identitiesFor, type Identity } from './target';
@@ -28,7 +29,7 @@ export async function stopOpenSessions(ledger: Ledger, settings: Settings, inclu
         failed.push(`${label}: created by the ${entry.identity}, whose key was not given${entry.identity === 'burst team' ? '; run the cleanup with BURST_API_KEY too' : ''}`);
         return;
       }
-      const problem = await stopAsOwner(createClient({ target, settings, ledger }), owner, entry.jobId);
+      const problem = await stopAsOwner(createClient({ target, settings, ledger, coordination: new Coordination(settings.reportsDir, target.baseURL, settings.rateLimit) }), owner, entry.jobId);
       if (problem) failed.push(`${label}: running since ${entry.at}; ${problem}`);
       else stopped.push(label);
     }),

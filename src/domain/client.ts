@@ -9,21 +9,18 @@
  *   run's cost, and written to the ledger when it creates, settles or stops a session.
  */
 import { setMaxListeners } from 'node:events';
-import { existsSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BackoffQueue } from '../coordination/backoff-queue';
 import { countCredits, countRequest, countScrape } from '../coordination/cost';
-import { QuietSpell } from '../coordination/quiet-spell';
 import { readRefusal, retryDelayMs } from '../http/limits';
 import { exchange, type RawAnswer } from '../http/exchange';
-import { limiterOf, marginMs, scheduleFor, type Schedule } from '../coordination/schedule';
+import type { Coordination } from '../coordination/coordination';
+import { limiterOf, marginMs, type Schedule } from '../coordination/schedule';
 import type { Ledger } from './ledger';
 import { settlementOf } from './settlements';
 import { redact, redactAuthorization, redactHeaders } from '../http/redact';
 import { RunError } from '../config/errors';
-import { channel } from '../coordination/run-folder';
 import type { Settings } from '../config/settings';
 import type { Identity, Target } from './target';
 import { interactPath, type Answer, type JsonBody } from './answer';
@@ -74,11 +71,12 @@ const JOB_OF_PATH = /^\/v2\/scrape\/([^/]+)\/interact$/;
 
 export interface ClientOptions {
   target: Target;
+  settings: Pick<Settings, 'requestTimeoutMs' | 'maxBodyBytes' | 'backoffBudgetMs'> & Partial<Pick<Settings, 'testTimeoutMs'>>;
   /**
-   * With `reportsDir`, requests that back off take turns with the run's other workers
-   * (backoff-queue.ts), and wait while another worker's burst sends (quiet-spell.ts).
+   * With the run's coordination, requests that back off take turns with the run's other workers,
+   * keep to each limiter's schedule, and wait while another worker's burst sends.
    */
-  settings: Pick<Settings, 'requestTimeoutMs' | 'maxBodyBytes' | 'backoffBudgetMs'> & Partial<Pick<Settings, 'reportsDir' | 'rateLimit' | 'testTimeoutMs'>>;
+  coordination?: Coordination;
   /** Where exchanges are attached (a test's report); nothing is attached without it. */
   attach?: (name: string, body: string) => Promise<void>;
   /** Records the owner's stops that ended a session. */
@@ -92,17 +90,18 @@ export interface ClientOptions {
 export type Client = ReturnType<typeof createClient>;
 
 export function createClient(options: ClientOptions) {
-  const { target, settings } = options;
+  const { target, settings, coordination } = options;
   const controller = new AbortController();
   const { signal } = controller;
   // The burst has hundreds of requests in flight on one signal.
   setMaxListeners(0, signal);
-  const spell = settings.reportsDir ? new QuietSpell(settings.reportsDir, target.baseURL) : undefined;
+  const spell = coordination?.quietSpell();
   let pool: http.Agent | undefined;
   const connections = new Set<Connection>();
   const poolOf = () => (pool ??= new (target.baseURL.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets: 256 }));
   return {
     target,
+    coordination,
     backoffBudgetMs: settings.backoffBudgetMs,
     /** Aborted by `cancel`: the client's requests and back-off waits end at once. */
     signal,
@@ -130,13 +129,13 @@ export function createClient(options: ClientOptions) {
     async send(request: SendOptions): Promise<Answer> {
       const on429 = request.on429 ?? (request.as.withoutValidKey ? 'once' : 'retry');
       const team = request.as.team ?? request.as.name;
-      const queue = on429 !== 'once' && settings.reportsDir ? new BackoffQueue(settings.reportsDir, target.baseURL, team) : undefined;
+      const queue = on429 !== 'once' ? coordination?.backoffQueue(team) : undefined;
       const limiter = request.as.withoutValidKey ? undefined : limiterOf(request.method, request.path);
-      const schedule = limiter && settings.reportsDir ? scheduleFor(settings.reportsDir, target.baseURL, team, limiter, limiter === 'interact' ? settings.rateLimit : undefined) : undefined;
+      const schedule = limiter ? coordination?.schedule(team, limiter) : undefined;
       // An owner's stop (of its own sessions, or a probe of an unknown job) goes first, and waits on its own budget: other requests that gave up never take a live session's stop with them.
       const first = request.method === 'DELETE' && request.as.owner === true;
       // The burst and one-off probes go at once, and, once the target stopped answering, the stops that end the run: they take their places all the same.
-      const paced = on429 !== 'once' && !request.pooled && !(first && settings.reportsDir && existsSync(hangFile(settings.reportsDir)));
+      const paced = on429 !== 'once' && !request.pooled && !(first && coordination?.hanging());
       const started = performance.now();
       const since = Date.now();
       let deadline = started + settings.backoffBudgetMs;
@@ -246,19 +245,8 @@ function judge(schedule: Schedule, at: number, answer: Answer, request: SendOpti
 
 const TIMED_OUT = /no complete answer within \d+ ms/;
 
-/** A request the target never answered in full (or a target that refuses connections): the first sign of a hang, for the command to end the run on (cli.ts). */
-export const hangFile = (reportsDir: string) => channel(reportsDir, 'hang');
-
-function markHang(reportsDir: string, message: string): void {
-  try {
-    writeFileSync(hangFile(reportsDir), message, { flag: 'wx' });
-  } catch {
-    // an earlier sign is already there
-  }
-}
-
 /** One attempt: the exchange, its failure as an error of the run, the answer redacted and parsed. */
-async function sendOnce({ target, settings, endsRunOnHang }: ClientOptions, signal: AbortSignal, { method, path, as, data, pooled }: SendOptions, attempts: number, agent?: http.Agent): Promise<Answer> {
+async function sendOnce({ target, settings, endsRunOnHang, coordination }: ClientOptions, signal: AbortSignal, { method, path, as, data, pooled }: SendOptions, attempts: number, agent?: http.Agent): Promise<Answer> {
   const headers: Record<string, string> = as.authorization === undefined ? {} : { authorization: as.authorization };
   let raw: RawAnswer;
   const send = () => exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent });
@@ -270,7 +258,7 @@ async function sendOnce({ target, settings, endsRunOnHang }: ClientOptions, sign
     const reason = error instanceof RunError ? error.message : (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     const failure = new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);
     // The burst's pooled requests are left out: hundreds at once may time out on a busy runner, a target that answers the others is not hanging.
-    if (endsRunOnHang && !pooled && settings.reportsDir && !signal.aborted && (TIMED_OUT.test(failure.message) || /ECONNREFUSED/.test(failure.message))) markHang(settings.reportsDir, failure.message);
+    if (endsRunOnHang && !pooled && !signal.aborted && (TIMED_OUT.test(failure.message) || /ECONNREFUSED/.test(failure.message))) coordination?.markHang(failure.message);
     throw failure;
   }
   const text = redact(raw.body.toString('utf8'));

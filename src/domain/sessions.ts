@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { interactPath, summary, type Answer, type Client } from './client';
 import { openAccount } from './account';
 import { countProvisioningRetry, countSession } from '../coordination/cost';
-import { SessionSlots } from '../coordination/session-slots';
+import type { SessionSlots } from '../coordination/session-slots';
 import type { Ledger } from './ledger';
 import { RunError } from '../config/errors';
 import { schemaErrors } from '../checks/schemas';
@@ -59,7 +59,7 @@ export class CapReached extends Error {
 export interface SessionsOptions {
   api: Client;
   identities: Identities;
-  settings: Pick<Settings, 'scrapeUrl' | 'reportsDir' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs' | 'testTimeoutMs' | 'accountCheck' | 'accountSettleMs'>;
+  settings: Pick<Settings, 'scrapeUrl' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs' | 'testTimeoutMs' | 'accountCheck' | 'accountSettleMs'>;
   ledger: Ledger;
   testId?: string;
   signal?: AbortSignal;
@@ -85,7 +85,8 @@ export class Sessions {
     let room = this.room.get(team);
     if (!room) {
       const { settings, api } = this.options;
-      this.room.set(team, (room = { slots: new SessionSlots(settings.reportsDir, api.target.baseURL, team, settings.sessionCap), taken: 0 }));
+      if (!api.coordination) throw new RunError("sessions take turns under the target's cap with the run's other workers: their client needs the run's coordination");
+      this.room.set(team, (room = { slots: api.coordination.sessionSlots(team, settings.sessionCap), taken: 0 }));
     }
     return room;
   }

@@ -14,13 +14,13 @@ import './recorder';
 import { RunError } from '../config/errors';
 import type { TestId } from '../config/rules';
 import { loadSettings, withKnownDeviations, type Settings } from '../config/settings';
-import { writeSpend } from '../coordination/cost';
 import { createClient, type Client } from '../domain/client';
 import { Ledger, ledgerFile } from '../domain/ledger';
 import { Sessions, type Session } from '../domain/sessions';
 import { burstHasOwnTeam, identitiesFor, targetFrom, type Identities, type Target } from '../domain/target';
 import { checkFixtures } from './checks';
 import { Trace } from '../reproduction/trace';
+import { Coordination } from '../coordination/coordination';
 
 export { expect } from '../checks/expect';
 
@@ -42,19 +42,21 @@ const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteH
 };
 
 /** A test's client, attaching to its report; cancelled when the test ends. */
-const clientFixtures: Fixtures<{ api: Client; requestTrace: Trace }, { ledger: Ledger }, { target: Target; identities: Identities }, { settings: Settings }> = {
+const clientFixtures: Fixtures<{ api: Client; requestTrace: Trace; coordination: Coordination }, { ledger: Ledger }, { target: Target; identities: Identities }, { settings: Settings }> = {
   /** Every request of the test, for its reproduction. */
   requestTrace: async ({}, use) => use(new Trace()),
+  /** What the test shares with the run's other workers about its target (src/coordination/coordination.ts). */
+  coordination: async ({ settings, target }, use) => use(new Coordination(settings.reportsDir, target.baseURL, settings.rateLimit)),
 
   ledger: [async ({ settings }, use) => use(new Ledger(ledgerFile(settings.reportsDir))), { scope: 'worker' }],
 
   // `identities` first: it registers the keys for redaction before any request.
-  api: async ({ target, settings, ledger, requestTrace: trace, identities: _ }, use, testInfo) => {
-    const api = createClient({ target, settings, ledger, endsRunOnHang: true, onAnswer: (answer, request) => trace.record(answer, request), attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }) });
+  api: async ({ target, settings, ledger, coordination, requestTrace: trace, identities: _ }, use, testInfo) => {
+    const api = createClient({ target, settings, ledger, coordination, endsRunOnHang: true, onAnswer: (answer, request) => trace.record(answer, request), attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }) });
     await use(api);
     api.cancel();
     // After the sessions' teardown, which used this test's client too: the tally includes its stops.
-    writeSpend(settings.reportsDir);
+    coordination.recordSpend();
   },
 };
 
@@ -69,7 +71,7 @@ const sessionFixtures: Fixtures<
     await use(sessions);
     // The test is over (or abandoned): end its requests and waits, then stop what it left running.
     api.cancel();
-    const cleaner = createClient({ target, settings, ledger, attach: (name, body) => testInfo.attach(`cleanup: ${name}`, { body, contentType: 'application/json' }) });
+    const cleaner = createClient({ target, settings, ledger, coordination: api.coordination, attach: (name, body) => testInfo.attach(`cleanup: ${name}`, { body, contentType: 'application/json' }) });
     const problems = await sessions.cleanup(cleaner);
     if (problems.length) throw new RunError(`Could not stop ${problems.length} session(s) this test created: ${problems.join(', ')}`);
   },

@@ -4,7 +4,7 @@
  */
 import { type Client } from '../domain/client';
 import { RunError } from '../config/errors';
-import { recentRatePerMinute } from '../coordination/cost';
+import type { Coordination } from '../coordination/coordination';
 import type { Settings } from '../config/settings';
 
 /**
@@ -93,6 +93,6 @@ export class Budget {
 
 
 /** The pacer of a search: it starts from what the run has learnt of the team's limit in the last minute. */
-export function pacerFor(settings: Settings, team: string): Pacer {
-  return new Pacer(settings.reportsDir ? recentRatePerMinute(settings.reportsDir, team) : undefined);
+export function pacerFor(coordination: Coordination | undefined, team: string): Pacer {
+  return new Pacer(coordination?.recentRatePerMinute(team));
 }

@@ -14,7 +14,6 @@ import { refusalHoldMs } from '../../src/domain/refusals';
 import { boundsOf } from '../../src/domain/billing';
 import { expectRevealsNothing, judge, ownerValuesOf } from '../../src/domain/named-checks';
 import { RunError } from '../../src/config/errors';
-import { scheduleFor } from '../../src/coordination/schedule';
 import { peakPerSecond, sendBurst } from '../../src/domain/burst';
 import { spec } from '../../src/config/rules';
 
@@ -30,7 +29,7 @@ const BURST_HOLD_MS = 1000;
 test(
   'a burst of concurrent stops gets at least one 429 and otherwise 404, a stop it throttled does nothing, and the limiter recovers',
   { ...spec('rate-limit/burst'), lock: burstLock() },
-  async ({ api, sessions, identities, settings, check }, testInfo) => {
+  async ({ api, sessions, identities, settings, coordination, check }, testInfo) => {
     const [team, teamValues] = identities.burst ? [identities.burst, identities.burstTeam] : [identities.owner, identities.ownerTeam];
     const recover = () =>
       test.step('wait for the limiter to recover (back-off, Retry-After when given)', () =>
@@ -47,7 +46,7 @@ test(
     const clock = settings.declaredClock ? `: the target's clock counts in steps of ${settings.declaredClock.resolutionMs} ms` : '';
     if (holdMs > 0) await test.step(`hold the sessions ${Math.round(holdMs)} ms${clock}`, () => sleep(holdMs, undefined, { signal: api.signal }));
     // Where the run knows the team's rate, the burst is just wider than the room left in the window: a few refusals prove the limit, not hundreds.
-    const room = settings.reportsDir ? scheduleFor(settings.reportsDir, api.target.baseURL, team.team ?? team.name, 'interact', settings.rateLimit).room() : undefined;
+    const room = coordination.schedule(team.team ?? team.name, 'interact').room();
     const concurrency = room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2);
     const bounds = `${settings.burstRequests} requests or ${settings.burstSeconds} s`;
     const { answers, stops, lost, burstMs } = await test.step(

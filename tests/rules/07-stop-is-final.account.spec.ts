@@ -41,12 +41,12 @@ test(
 test(
   "the owner team's account is charged each session's settlement once, and nothing the run did not see",
   spec('stop-is-final/account'),
-  async ({ api, identities, settings, ledger, sessions, check }, testInfo) => {
+  async ({ api, identities, settings, ledger, sessions, coordination, check }, testInfo) => {
     // Its own wait, on top of the test's timeout: ACCOUNT_SETTLE_MS is all the charges get to land.
     testInfo.setTimeout(testInfo.timeout + settings.accountSettleMs);
     // Each shard of a run against the embedded reference starts a reference of its own; the shards of a run against a remote target share its account.
     if (testInfo.config.shard && !api.target.embedded) notVerifiable('this run is one shard of several, which spend from the same account: the account can only be held to the whole run');
-    const opening = readOpening(settings, api.target.baseURL);
+    const opening = readOpening(coordination);
     if (!opening) notVerifiable("the run scraped nothing as the owner team, so the account was never opened");
     if ('unavailable' in opening) notVerifiable(`the owner team's account could not be used: ${opening.unavailable}`);
     const spending = ledger.spending(api.target.baseURL, identities.owner.name);

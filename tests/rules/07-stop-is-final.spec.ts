@@ -15,7 +15,7 @@ test('a second stop of a stopped session answers 404, or 200 without a new charg
   await check('no-second-charge', judge.noSecondCharge(second, first));
 });
 
-test('two simultaneous stops of one session settle it once', spec('stop-is-final/simultaneous-stops'), async ({ api, session, identities, settings, check }) => {
+test('two simultaneous stops of one session settle it once', spec('stop-is-final/simultaneous-stops'), async ({ api, session, identities, coordination, check }) => {
   const stops = await test.step('the owner sends two stops at once', () =>
     Promise.all([1, 2].map(() => api.stop(session.jobId, identities.owner))),
   );
@@ -24,7 +24,7 @@ test('two simultaneous stops of one session settle it once', spec('stop-is-final
   await check('charged-once', judge.settledOnce(stops));
   if (stops.filter((stop) => settlementOf(stop)).length < 2) return;
   // Both report the same settlement: one settlement reported twice, or two equal charges. Only the account can tell.
-  const opening = readOpening(settings, api.target.baseURL);
+  const opening = readOpening(coordination);
   const tellsApart = 'both answers report the same settlement, so one settlement reported twice cannot be told from two equal charges by the answers';
   if (!opening || 'unavailable' in opening) notVerifiable(`${tellsApart}, and the account cannot be read (${opening && 'unavailable' in opening ? opening.unavailable : 'no opening'})`);
   test.info().annotations.push({ type: 'note', description: `${tellsApart}: the account check (stop-is-final/account) decides` });

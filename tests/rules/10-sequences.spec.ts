@@ -19,7 +19,7 @@ test(
     testInfo.setTimeout(testInfo.timeout + settings.sequenceSeconds * 1000);
     const started = performance.now();
     const until = started + settings.sequenceSeconds * 1000;
-    const pacer = pacerFor(settings, identities.owner.team ?? identities.owner.name);
+    const pacer = pacerFor(api.coordination, identities.owner.team ?? identities.owner.name);
     const paced = pacer.client(api);
     const openSessions = () => new Sessions({ api: paced, identities, settings, ledger, testId, signal: api.signal });
     const options = { api: paced, openSessions, identities, settings, pacer };

@@ -1,0 +1,109 @@
+/**
+ * What a test shares with the run's other workers about one target, through the run's working
+ * folder (run-folder.ts): the burst's quiet spell, the turns after a 429, each limiter's schedule,
+ * each team's live sessions, what the run spent, the first sign of a hang, and readings one
+ * worker takes for all. Handed to tests as the `coordination` fixture; the client and the
+ * sessions speak through it, and nothing else of the library opens a channel.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Limiter, Rate } from '../config/rates';
+import { BackoffQueue } from './backoff-queue';
+import { recentRatePerMinute, writeSpend } from './cost';
+import { QuietSpell } from './quiet-spell';
+import { channel } from './run-folder';
+import { scheduleFor, type Schedule } from './schedule';
+import { SessionSlots } from './session-slots';
+
+export class Coordination {
+  /** `statedRate`: RATE_LIMIT, the interact limiter's rate when the user states it. */
+  constructor(
+    readonly reportsDir: string,
+    readonly baseURL: string,
+    private readonly statedRate?: Rate,
+  ) {}
+
+  /** A client's part in the burst's quiet spell: no other request of the run in flight while it sends. */
+  quietSpell(): QuietSpell {
+    return new QuietSpell(this.reportsDir, this.baseURL);
+  }
+
+  /** A team's requests waiting after a 429, in the order they first waited. */
+  backoffQueue(team: string): BackoffQueue {
+    return new BackoffQueue(this.reportsDir, this.baseURL, team);
+  }
+
+  /** A team's schedule under one limiter: places in its window once its rate is known. */
+  schedule(team: string, limiter: Limiter): Schedule {
+    return scheduleFor(this.reportsDir, this.baseURL, team, limiter, limiter === 'interact' ? this.statedRate : undefined);
+  }
+
+  /** A team's live sessions under its cap (SESSION_CAP, or the one learnt). */
+  sessionSlots(team: string, statedCap?: number): SessionSlots {
+    return new SessionSlots(this.reportsDir, this.baseURL, team, statedCap);
+  }
+
+  /** Adds this process's tally of what the run spent to the run's (after each test). */
+  recordSpend(): void {
+    writeSpend(this.reportsDir);
+  }
+
+  /** How many of a team's requests got through in the last minute, if it was throttled then. */
+  recentRatePerMinute(team: string): number | undefined {
+    return recentRatePerMinute(this.reportsDir, team);
+  }
+
+  /** Whether a request of the run went unanswered: the command ends the run on it. */
+  hanging(): boolean {
+    return existsSync(channel(this.reportsDir, 'hang'));
+  }
+
+  /** The first request the target left unanswered; a later one adds nothing. */
+  markHang(message: string): void {
+    try {
+      writeFileSync(channel(this.reportsDir, 'hang'), message, { flag: 'wx' });
+    } catch {
+      // an earlier sign is already there
+    }
+  }
+
+  /**
+   * A value one worker of the run computes for all (`name` in the `account` channel, per target):
+   * the first to ask reads it, the others wait for its reading, at most `waitMs`.
+   */
+  async readOnce<T>(name: string, read: () => Promise<T>, waitMs: number, signal?: AbortSignal): Promise<T | { unavailable: string }> {
+    const file = this.sharedFile(name);
+    mkdirSync(path.dirname(file), { recursive: true });
+    try {
+      writeFileSync(`${file}.lock`, String(process.pid), { flag: 'wx' });
+    } catch {
+      for (const until = performance.now() + waitMs; performance.now() < until; await sleep(50, undefined, { signal })) {
+        const reading = this.readShared<T>(name);
+        if (reading !== undefined) return reading;
+      }
+      return { unavailable: `the worker that read the ${name} never wrote it` };
+    }
+    const write = <V>(value: V) => {
+      writeFileSync(`${file}.tmp`, JSON.stringify(value));
+      renameSync(`${file}.tmp`, file);
+      return value;
+    };
+    // Whatever happens to this reading, the other workers hear of it.
+    return read().then(write, (error: Error) => {
+      write({ unavailable: `reading it failed: ${error.message}` });
+      throw error;
+    });
+  }
+
+  /** What `readOnce` wrote, if anything yet. */
+  readShared<T>(name: string): T | { unavailable: string } | undefined {
+    const file = this.sharedFile(name);
+    return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined;
+  }
+
+  private sharedFile(name: string): string {
+    return path.join(channel(this.reportsDir, 'account'), `${name}-${createHash('sha1').update(this.baseURL).digest('hex').slice(0, 12)}.json`);
+  }
+}
