@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
-import { entryOf, RULES, ruleOf, testIdOf, TEST_IDS, type TestId, filesOf } from '../src/config/rules';
+import { entryOf, ruleOf, testIdOf, TEST_IDS, type TestId, filesOf } from '../src/config/rules';
 import { readKnownDeviations } from '../src/config/deviations';
 
 async function listTests() {

@@ -72,13 +72,4 @@ export async function sendBurst({ api, team, candidates, concurrency, planned, s
   return { answers, stops, lost, burstMs: Math.round(performance.now() - started) };
 }
 
-/** The most answers that arrived within any one second of the burst. */
-export function peakPerSecond(answers: Answer[]): number {
-  const times = answers.map((answer) => answer.receivedAt).sort((a, b) => a - b);
-  let peak = 0;
-  for (let last = 0, first = 0; last < times.length; last++) {
-    while (times[last] - times[first] >= 1000) first++;
-    peak = Math.max(peak, last - first + 1);
-  }
-  return peak;
-}
+export { peakPerSecond } from './named-checks';

@@ -12,7 +12,7 @@
 import { expectCreditsFor, expectDurationWithin, expectSurvived, measuredInterval, type Tolerances } from './billing';
 import { JSON_CONTENT_TYPE, JSON_ERROR_CONTENT_TYPE, summary, type Answer } from './answer';
 import { describeSettlement, distinctSettlements, isNewCharge, settlementOf } from './settlements';
-import { DeclaredBehaviour } from '../config/errors';
+import { DeclaredBehaviour, RunError } from '../config/errors';
 import type { NamedCall } from '../checks/checks';
 import type { SchemaName } from '../checks/schemas';
 import type { DeclaredSchemeWord } from '../config/deviations';
@@ -85,6 +85,24 @@ export function ownerValuesOf(answers: Answer[], extra: string[], askedJobId: st
   };
   answers.forEach((answer) => visit(answer.body, 0));
   return [...values];
+}
+
+/** The most answers that arrived within any one second of the burst. */
+export function peakPerSecond(answers: Answer[]): number {
+  const times = answers.map((answer) => answer.receivedAt).sort((a, b) => a - b);
+  let peak = 0;
+  for (let last = 0, first = 0; last < times.length; last++) {
+    while (times[last] - times[first] >= 1000) first++;
+    peak = Math.max(peak, last - first + 1);
+  }
+  return peak;
+}
+
+/** How many answers had each status. */
+export function countStatuses(answers: Answer[]): Record<number, number> {
+  const counts: Record<number, number> = {};
+  for (const answer of answers) counts[answer.status] = (counts[answer.status] ?? 0) + 1;
+  return counts;
 }
 
 type Verdict = void | { notVerifiable: string };
@@ -191,6 +209,31 @@ const JUDGES = {
     if (again.status === 200) return expect(last.status, `the interact answered 200, so a new session runs and this stop ends it: ${summary(last)}`).toBe(200);
     expect([200, 404], `the refused interact must have opened nothing: ${summary(last)}`).toContain(last.status);
     expect(isNewCharge(last, stop), `the refused interact (${again.status}) opened a session nobody asked for, and this stop settled it: ${summary(last)}`).toBe(false);
+  },
+  /** Every answer of a burst of stops of unknown jobs is 404 (no such job) or 429. */
+  burstAnswers(answers: Answer[]): Verdict {
+    const unexpected = answers.filter((answer) => answer.status !== 404 && answer.status !== 429);
+    expect(unexpected.map(summary).slice(0, 5), `every answer is 404 (no such job) or 429; statuses: ${JSON.stringify(countStatuses(answers))}`).toEqual([]);
+  },
+  /** A burst faster than BURST_PROOF_RATE meets a 429; a slower one cannot tell a limit from none (an error of the run). */
+  limited(answers: Answer[], burstMs: number, burstProofRate: number): Verdict {
+    const counts = countStatuses(answers);
+    if (counts[429]) return;
+    const peak = peakPerSecond(answers);
+    const reached = `no 429 in ${answers.length} requests over ${(burstMs / 1000).toFixed(1)} s, at up to ${peak} answered within one second`;
+    // Too slow to tell: the client, not the target, is what this run measured.
+    if (peak < burstProofRate) {
+      throw new RunError(
+        `${reached}: below BURST_PROOF_RATE (${burstProofRate} a second), so a limit above that rate cannot be told from no limit. ` +
+          'The client could not send faster (a busy machine, or a slow target): run again where it can, raise BURST_CONCURRENCY, or set BURST_PROOF_RATE just above your plan\'s limit.',
+      );
+    }
+    expect(counts[429] ?? 0, `${reached}: at least BURST_PROOF_RATE (${burstProofRate} a second), more than a plan allows; the target does not rate-limit (for a plan that allows more, raise BURST_PROOF_RATE and BURST_REQUESTS). Statuses: ${JSON.stringify(counts)}`).toBeGreaterThan(0);
+  },
+  /** The stops of live sessions during a burst answer 429, or 200 if they got through; a 429 carries nothing of the session or its team. */
+  throttledRevealsNothing(stops: Answer[], who: string, throttled: Answer | undefined, sources: Answer[], teamValues: string[], askedJobId: string): Verdict {
+    for (const answer of stops) expect([200, 429], `the ${who}'s stop of its own session during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toContain(answer.status);
+    if (throttled) expectRevealsNothing(throttled, ownerValuesOf(sources, teamValues, askedJobId));
   },
   /** Several named checks as one, in order: the first that fails decides. */
   all(calls: NamedCall[]): Verdict {

@@ -5,7 +5,6 @@
 import { type Client } from '../domain/client';
 import { RunError } from '../config/errors';
 import type { Coordination } from '../coordination/coordination';
-import type { Settings } from '../config/settings';
 
 /**
  * The pace of the search's requests. Several histories at once until the team's limit shows (a 429
