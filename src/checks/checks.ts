@@ -19,8 +19,17 @@ export interface NamedCall {
   args: readonly unknown[];
 }
 
-/** Runs check `name` of the test: a named check's call, or a body of assertions. */
-export type Check = (name: string, judgement: NamedCall | (() => unknown)) => Promise<void>;
+/**
+ * For a check that judges the whole run, whose requests are other tests': the requests and named
+ * checks its reproduction runs instead of the test's own (src/reproduction/compose.ts).
+ */
+export interface ComposedReproduction {
+  steps: readonly unknown[];
+  checks: readonly NamedCall[];
+}
+
+/** Runs check `name` of the test: a named check's call, or a body of assertions; `reproduce`, where its reproduction is composed. */
+export type Check = (name: string, judgement: NamedCall | (() => unknown), reproduce?: () => ComposedReproduction | undefined) => Promise<void>;
 
 /** Ends the test as "not verifiable": the target's answers could not establish the fact either way. */
 export function notVerifiable(reason: string): never {

@@ -5,7 +5,7 @@
  */
 import { plain } from '../config/errors';
 import { redact } from '../http/redact';
-import type { NamedCall } from './checks';
+import type { ComposedReproduction, NamedCall } from './checks';
 
 export interface AnswerSeen {
   method: string;
@@ -24,7 +24,10 @@ export interface Failure {
   expected?: unknown;
   actual?: unknown;
   answers: AnswerSeen[];
-  call: NamedCall;
+  /** The named check's call, run again by the reproduction on the test's own trace... */
+  call?: NamedCall;
+  /** ...or the reproduction composed for a check that judges the whole run. */
+  composed?: ComposedReproduction;
 }
 
 const isAnswer = (value: unknown): value is AnswerSeen & { sentAt: number } =>
@@ -41,17 +44,18 @@ export function answersOf(args: readonly unknown[]): AnswerSeen[] {
   return [...found].map(({ method, path, status }) => ({ method, path, status }));
 }
 
-export function failureOf(check: string, call: NamedCall, error: unknown): Failure {
+export function failureOf(check: string, call: NamedCall | undefined, error: unknown, composed?: ComposedReproduction): Failure {
   const matcher = (error as { matcherResult?: { expected?: unknown; actual?: unknown } })?.matcherResult;
   const declared = (error as Error)?.name === 'DeclaredBehaviour';
   return {
     check,
-    judge: call.judge,
+    judge: call?.judge ?? composed?.checks[0]?.judge ?? check,
     outcome: declared ? 'declared' : 'failed',
     message: plain(redact(String((error as Error)?.message ?? error))),
     ...(matcher && 'expected' in matcher ? { expected: matcher.expected } : {}),
     ...(matcher && 'actual' in matcher ? { actual: matcher.actual } : {}),
-    answers: answersOf(call.args),
-    call,
+    answers: call ? answersOf(call.args) : [],
+    ...(call ? { call } : {}),
+    ...(composed ? { composed } : {}),
   };
 }

@@ -103,7 +103,28 @@ export class Coordination {
     return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined;
   }
 
+  /** Keeps a test's trace (its steps, without keys) for the checks that judge the whole run. */
+  saveTrace(testId: string, steps: unknown[]): void {
+    const file = this.traceFile(testId);
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, JSON.stringify(steps));
+  }
+
+  /** A test's trace, if it ran against this target. */
+  loadTrace<T>(testId: string): T[] | undefined {
+    const file = this.traceFile(testId);
+    return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined;
+  }
+
+  private traceFile(testId: string): string {
+    return path.join(channel(this.reportsDir, 'traces'), `${this.targetKey()}-${testId.replace(/\//g, '--')}.json`);
+  }
+
+  private targetKey(): string {
+    return createHash('sha1').update(this.baseURL).digest('hex').slice(0, 12);
+  }
+
   private sharedFile(name: string): string {
-    return path.join(channel(this.reportsDir, 'account'), `${name}-${createHash('sha1').update(this.baseURL).digest('hex').slice(0, 12)}.json`);
+    return path.join(channel(this.reportsDir, 'account'), `${name}-${this.targetKey()}.json`);
   }
 }

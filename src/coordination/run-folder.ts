@@ -21,12 +21,13 @@ export const CHANNELS = {
   sessions: "each team's live sessions and the cap learnt (session-slots.ts)",
   cost: "each worker's tally of what the run spent (cost.ts)",
   account: "the owner team's credit counter before the run (account.ts)",
+  traces: "each test's requests, without keys, for the reproductions of the checks that judge the whole run (coordination.ts)",
   'test-results': "Playwright's output folder (traces, screenshots and videos are off)",
 } as const;
 export type Channel = keyof typeof CHANNELS;
 
 /** Cleared when a run starts: what an earlier, killed run's processes told each other (their process ids may be in use again). */
-const PER_RUN: Channel[] = ['hang', 'ending', 'limits', 'backoff', 'quiet', 'sessions', 'cost', 'account', 'test-results'];
+const PER_RUN: Channel[] = ['hang', 'ending', 'limits', 'backoff', 'quiet', 'sessions', 'cost', 'account', 'traces', 'test-results'];
 
 const USER = process.getuid?.() ?? os.userInfo().username;
 /** The user's folder of working folders: no other user's process can write there. */

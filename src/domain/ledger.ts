@@ -98,12 +98,12 @@ export class Ledger {
    * failed (4xx, 410, 5xx, no answer), so that the run holds no session there: where a session runs
    * all the same, nobody asked for it. With the settlements already seen for the job's last session.
    */
-  refusedOpenings(target: string, identity: string): { jobId: string; status?: number; settled: Settled[] }[] {
-    const jobs = new Map<string, { jobId: string; last?: { status?: number }; settled: Settled[] }>();
+  refusedOpenings(target: string, identity: string): { jobId: string; status?: number; settled: Settled[]; test?: string }[] {
+    const jobs = new Map<string, { jobId: string; last?: { status?: number }; settled: Settled[]; test?: string }>();
     for (const entry of this.entries()) {
       if (entry.target !== target || !('jobId' in entry) || entry.event === 'scraped') continue;
       if (entry.event === 'created') {
-        if (entry.identity === identity) jobs.set(jobKey(entry.jobId), { jobId: entry.jobId, settled: jobs.get(jobKey(entry.jobId))?.settled ?? [] });
+        if (entry.identity === identity) jobs.set(jobKey(entry.jobId), { jobId: entry.jobId, settled: jobs.get(jobKey(entry.jobId))?.settled ?? [], ...(entry.test ? { test: entry.test } : {}) });
         continue;
       }
       const job = jobs.get(jobKey(entry.jobId));
@@ -112,7 +112,7 @@ export class Ledger {
       else if (entry.event === 'not-opened' || entry.event === 'maybe-open') job.last = entry;
       else if (entry.event === 'live' || entry.event === 'opening') job.last = undefined;
     }
-    return [...jobs.values()].filter((job) => job.last).map(({ jobId, last, settled }) => ({ jobId, status: last!.status, settled }));
+    return [...jobs.values()].filter((job) => job.last).map(({ jobId, last, settled, test }) => ({ jobId, status: last!.status, settled, ...(test ? { test } : {}) }));
   }
 
   /**

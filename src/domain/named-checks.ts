@@ -11,7 +11,7 @@
  */
 import { expectCreditsFor, expectDurationWithin, expectSurvived, measuredInterval, type Tolerances } from './billing';
 import { JSON_CONTENT_TYPE, JSON_ERROR_CONTENT_TYPE, summary, type Answer } from './answer';
-import { describeSettlement, distinctSettlements, isNewCharge, settlementOf } from './settlements';
+import { describeSettlement, distinctSettlements, isNewCharge, settlementOf, type Settled } from './settlements';
 import { DeclaredBehaviour, RunError } from '../config/errors';
 import type { NamedCall } from '../checks/checks';
 import type { SchemaName } from '../checks/schemas';
@@ -234,6 +234,17 @@ const JUDGES = {
   throttledRevealsNothing(stops: Answer[], who: string, throttled: Answer | undefined, sources: Answer[], teamValues: string[], askedJobId: string): Verdict {
     for (const answer of stops) expect([200, 429], `the ${who}'s stop of its own session during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toContain(answer.status);
     if (throttled) expectRevealsNothing(throttled, ownerValuesOf(sources, teamValues, askedJobId));
+  },
+  /**
+   * Each job whose last interact was refused or failed holds no session: the sweep's stop of it
+   * finds nothing (404), or reports a settlement one of the job's earlier stops reported. `interact`:
+   * that last interact, where a reproduction sent it again (a 200 then opened a session, as allowed).
+   */
+  nothingLeft(found: { jobId: string; status?: number; interact?: Answer; stop: Answer; settled: (Settled | Answer)[] }[], jobs: number): Verdict {
+    const refused = found.filter(({ interact }) => interact?.status !== 200).map((job) => ({ ...job, status: job.status ?? job.interact?.status }));
+    const left = refused.filter(({ stop, settled }) => isNewCharge(stop) && settled.every((one) => isNewCharge(stop, one)));
+    const described = left.map(({ jobId, status, stop }) => `${jobId} (its last interact answered ${status ?? 'nothing'}; a session ran there, and its stop settled ${describeSettlement({ credits: stop.body!.creditsBilled, durationMs: stop.body!.sessionDurationMs })})`);
+    expect(described, `${jobs} job(s) whose interact was refused or failed must hold no session: a stop finds nothing (404) or reports a settlement already seen`).toEqual([]);
   },
   /** Several named checks as one, in order: the first that fails decides. */
   all(calls: NamedCall[]): Verdict {

@@ -14,6 +14,7 @@ import { failureOf, type Failure } from '../checks/failure';
 import { runCheck } from '../domain/named-checks';
 import { redact } from '../http/redact';
 import type { Trace } from '../reproduction/trace';
+import type { Coordination } from '../coordination/coordination';
 import { curlLine, REPRODUCTION, writeReproduction, type Reproducible } from '../reproduction/write';
 
 /** The declared behaviours a test met, each with its reason: the test ends as a known deviation once its checks are done. */
@@ -27,7 +28,7 @@ async function markKnownDeviation(testInfo: TestInfo, name: string, reason: stri
 
 function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>, declared: Declared, failures: Failure[]): Check {
   const { checks } = entryOf(id);
-  return async (name, judgement) => {
+  return async (name, judgement, reproduce) => {
     if (!checks.includes(name)) throw new RunError(`check "${name}" is not in the catalogue of ${id} (src/config/rules.ts)`);
     const deviation = deviations.find((entry) => entry.test === id && entry.check === name);
     let unverifiable: string | undefined;
@@ -48,7 +49,9 @@ function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInf
         // The target failed exactly as an entry of its file says.
         const reason = deviation && !(error instanceof RunError) && (!deviation.message || deviation.message.test(message)) ? deviation.reason : undefined;
         if (reason === undefined) {
-          if (typeof judgement !== 'function' && !(error instanceof RunError)) failures.push(failureOf(name, judgement, error));
+          const call = typeof judgement === 'function' ? undefined : judgement;
+          const composed = reproduce && !(error instanceof RunError) ? reproduce() : undefined;
+          if ((call || composed) && !(error instanceof RunError)) failures.push(failureOf(name, call, error, composed));
           throw error;
         }
         outcomes.set(name, 'deviated');
@@ -66,7 +69,7 @@ function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInf
  * reproduction (src/reproduction/), named in an annotation the summary, JUnit and Allure show.
  */
 async function reportFailures(settings: Settings, failed: Reproducible, testInfo: TestInfo): Promise<void> {
-  const shown = failed.failures.map(({ call: _, ...failure }) => failure);
+  const shown = failed.failures.map(({ call: _, composed: __, ...failure }) => failure);
   await testInfo.attach('failed checks', { body: redact(JSON.stringify(shown, null, 2)), contentType: 'application/json' });
   const file = await writeReproduction(settings, failed).catch((error: Error) => {
     testInfo.annotations.push({ type: 'note', description: `no reproduction: ${redact(error.message)}` });
@@ -82,7 +85,7 @@ async function reportFailures(settings: Settings, failed: Reproducible, testInfo
   await testInfo.attach('reproduction', { path: file, contentType: 'text/javascript' });
 }
 
-export const checkFixtures: Fixtures<{ testId: TestId; check: Check; reproductionsFolder: string | undefined }, { keepWorkerOnFailure: boolean }, { requestTrace: Trace }, { settings: Settings }> = {
+export const checkFixtures: Fixtures<{ testId: TestId; check: Check; reproductionsFolder: string | undefined }, { keepWorkerOnFailure: boolean }, { requestTrace: Trace; coordination: Coordination }, { settings: Settings }> = {
   /**
    * An option for the kit's variant matrix, where most faulty variants fail a test: a test that
    * failed is then marked as expected to, so that Playwright keeps its worker instead of starting
@@ -115,11 +118,13 @@ export const checkFixtures: Fixtures<{ testId: TestId; check: Check; reproductio
     { auto: true },
   ],
 
-  check: async ({ testId, settings, requestTrace: trace, reproductionsFolder }, use, testInfo) => {
+  check: async ({ testId, settings, requestTrace: trace, coordination, reproductionsFolder }, use, testInfo) => {
     const outcomes = new Map<string, 'passed' | 'deviated'>();
     const declared: Declared = [];
     const failures: Failure[] = [];
     await use(createCheck(testId, settings.knownDeviations, testInfo, outcomes, declared, failures));
+    // For the checks that judge the whole run: their reproductions are made of this test's requests.
+    coordination.saveTrace(testId, trace.steps);
     if (failures.length) await reportFailures(settings, { testId, title: testInfo.title, trace, failures, folder: reproductionsFolder }, testInfo);
     const stale = settings.knownDeviations.filter((entry) => entry.test === testId && outcomes.get(entry.check) === 'passed');
     const staleError = stale.length

@@ -62,6 +62,11 @@ export class Trace {
     });
   }
 
+  /** The step an answer of this trace was recorded as. */
+  stepOf(answer: Answer): number | undefined {
+    return this.seqOf.get(answer);
+  }
+
   /** A check's arguments as data: answers by their step, plain values as they are; anything else (a caller, a client) is refused. */
   serialize(value: unknown): Serialized {
     if (value === null || ['string', 'number', 'boolean'].includes(typeof value)) return value as Serialized;
@@ -77,3 +82,4 @@ export class Trace {
     throw new Error(`a ${typeof value} cannot be written into a reproduction`);
   }
 }
+

@@ -13,7 +13,7 @@ import { redact } from '../http/redact';
 import { reproductionFile, type Plan } from './plan';
 
 export { REPRODUCTION } from './plan';
-import type { Trace } from './trace';
+import type { Serialized, Trace, TraceStep } from './trace';
 
 
 let runner: Promise<string> | undefined;
@@ -56,12 +56,17 @@ export interface Reproducible {
 
 /** Writes the reproduction and returns its path, or undefined when no failed check can be run again. */
 export async function writeReproduction(settings: Settings, { testId, title, trace, failures, folder }: Reproducible): Promise<string | undefined> {
-  if (!failures.length) return undefined;
+  const composed = failures.find((failure) => failure.composed);
+  const own = failures.filter((failure) => failure.call);
+  if (!composed && !own.length) return undefined;
   const plan: Plan = {
     test: testId,
     title,
-    steps: trace.steps,
-    checks: failures.map(({ check, judge, call, message }) => ({ check, judge, args: call.args.map((arg) => trace.serialize(arg)), message })),
+    // A check of the whole run replays what it found in other tests' requests; any other, the test's own.
+    steps: composed ? (composed.composed!.steps as TraceStep[]) : trace.steps,
+    checks: composed
+      ? composed.composed!.checks.map(({ judge, args }) => ({ check: composed.check, judge, args: args as Serialized[], message: composed.message }))
+      : own.map(({ check, judge, call, message }) => ({ check, judge, args: call!.args.map((arg) => trace.serialize(arg)), message })),
     schemeWordIgnored: settings.declaredSchemeWord !== undefined,
     limits: { requestTimeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, backoffBudgetMs: settings.backoffBudgetMs },
   };
@@ -85,7 +90,8 @@ const SHELL_SAFE = /^[\w./%-]*$/;
 
 /** A curl line, with the key as $API_KEY, where one request that needs no earlier one shows the fault; else undefined. */
 export function curlLine({ trace, failures }: Reproducible): string | undefined {
-  const steps = new Set(failures.flatMap(({ call }) => JSON.stringify(call.args.map((arg) => trace.serialize(arg))).match(/"\$answer":\d+/g) ?? []));
+  if (failures.some((failure) => !failure.call)) return undefined;
+  const steps = new Set(failures.flatMap(({ call }) => JSON.stringify(call!.args.map((arg) => trace.serialize(arg))).match(/"\$answer":\d+/g) ?? []));
   if (steps.size !== 1) return undefined;
   const step = trace.steps[Number([...steps][0].split(':')[1])];
   const created = trace.steps.flatMap((earlier) => (earlier.createdJob ? [earlier.createdJob.toLowerCase()] : []));

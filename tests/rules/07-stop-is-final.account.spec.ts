@@ -8,6 +8,8 @@ import { notVerifiable } from '../../src/checks/checks';
 import { RunError } from '../../src/config/errors';
 import { summary, type Answer } from '../../src/domain/client';
 import { spec } from '../../src/config/rules';
+import { judge } from '../../src/domain/named-checks';
+import { composeLeaks } from '../../src/reproduction/compose';
 import { describeSettlement, isNewCharge } from '../../src/domain/settlements';
 
 // In this order, whatever the first finds (their project is not fully parallel): the sweep's stops settle what it finds, and the account check then counts them.
@@ -15,11 +17,11 @@ import { describeSettlement, isNewCharge } from '../../src/domain/settlements';
 test(
   'no session runs that the run did not open: every job whose interact was refused or failed holds nothing',
   spec('stop-is-final/no-leaks'),
-  async ({ api, identities, settings, ledger, check }) => {
+  async ({ api, identities, ledger, coordination, requestTrace, check }) => {
     const jobs = ledger.refusedOpenings(api.target.baseURL, identities.owner.name);
     // Every interact the run sent opened the session it asked for: no job is at risk, and the run's own sessions are stopped by their tests.
     if (!jobs.length) test.info().annotations.push({ type: 'note', description: 'no interact of the run was refused or failed: no job where a session nobody asked for could run' });
-    const found: { jobId: string; status?: number; stop: Answer }[] = [];
+    const found: ((typeof jobs)[number] & { stop: Answer })[] = [];
     for (const job of jobs) {
       const stop = await test.step(`the owner stops job ${job.jobId}, whose last interact answered ${job.status ?? 'nothing'}`, () => api.stop(job.jobId, identities.owner));
       found.push({ ...job, stop });
@@ -30,11 +32,12 @@ test(
       const stray = ledger.settledWithoutSession(api.target.baseURL).map(({ jobId, identity, ...settled }) => `the ${identity}'s stop of ${jobId} settled ${describeSettlement(settled)}`);
       expect(stray, 'a stop of a job that never had a session (a random id, a scrape job without one) must find nothing (404) and change nothing; these settled a session, which can only have been another one').toEqual([]);
     });
-    await check('nothing-left', () => {
-      const left = found.filter(({ stop }, index) => isNewCharge(stop) && jobs[index].settled.every((one) => isNewCharge(stop, one)));
-      const described = left.map(({ jobId, status, stop }) => `${jobId} (its last interact answered ${status ?? 'nothing'}; a session ran there, and its stop settled ${describeSettlement({ credits: stop.body!.creditsBilled, durationMs: stop.body!.sessionDurationMs })})`);
-      expect(described, `${jobs.length} job(s) whose interact was refused or failed must hold no session: a stop finds nothing (404) or reports a settlement already seen`).toEqual([]);
-    });
+    await check(
+      'nothing-left',
+      judge.nothingLeft(found.map(({ jobId, status, stop, settled }) => ({ jobId, status, stop, settled })), jobs.length),
+      // Its reproduction: the requests of the tests that created the jobs it found a session on, then its stops of them.
+      () => composeLeaks(found.filter(({ stop, settled }) => isNewCharge(stop) && settled.every((one) => isNewCharge(stop, one))), requestTrace, (test) => coordination.loadTrace(test)),
+    );
   },
 );
 

@@ -1,0 +1,78 @@
+/**
+ * Reproductions of the checks that judge the whole run: their requests are other tests'. Each test
+ * keeps its trace in the run's working folder (the `traces` channel); a run-wide check's
+ * reproduction is made of the parts of those traces that concern what it found, then its own
+ * requests, one part after the other.
+ */
+import type { ComposedReproduction } from '../checks/checks';
+import type { Answer } from '../domain/answer';
+import type { Trace, TraceStep } from './trace';
+
+/** A job's part of a trace: the scrape that created it and every request that names it. */
+export function stepsOfJob(steps: TraceStep[], jobId: string): TraceStep[] {
+  const job = jobId.toLowerCase();
+  return steps.filter((step) => step.createdJob?.toLowerCase() === job || step.path.toLowerCase().includes(job));
+}
+
+/** A pause between parts taken from different traces. */
+const BETWEEN_PARTS_MS = 100;
+
+/**
+ * Parts of traces (of several tests) as one plan's steps, one part after the other: renumbered,
+ * each part's clock moved to begin after the last, connections kept apart. `seqOf(part, seq)` is
+ * where a step of a part went.
+ */
+export function composeSteps(parts: TraceStep[][]): { steps: TraceStep[]; seqOf: (part: number, seq: number) => number } {
+  const steps: TraceStep[] = [];
+  const moved = parts.map(() => new Map<number, number>());
+  let clock = 0;
+  let connections = 0;
+  parts.forEach((part, index) => {
+    if (!part.length) return;
+    const shift = clock - part[0].sentAt;
+    const base = connections;
+    for (const step of part) {
+      moved[index].set(step.seq, steps.length);
+      connections = Math.max(connections, base + (step.connection ?? 0));
+      steps.push({ ...step, seq: steps.length, sentAt: +(step.sentAt + shift).toFixed(1), receivedAt: +(step.receivedAt + shift).toFixed(1), ...(step.connection ? { connection: base + step.connection } : {}) });
+    }
+    clock = Math.max(...steps.map((step) => step.receivedAt)) + BETWEEN_PARTS_MS;
+  });
+  return { steps, seqOf: (part, seq) => moved[part].get(seq)! };
+}
+
+/** A job the no-leaks sweep found a session on, and the test that created it. */
+export interface Leak {
+  jobId: string;
+  test?: string;
+  stop: Answer;
+}
+
+/**
+ * The reproduction of `stop-is-final/no-leaks`: for each job, the requests of the test that created
+ * it that concern the job (its scrape, its interacts and stops), then the sweep's stop of it; judged
+ * by `nothingLeft`, against the settlements the replayed stops report.
+ */
+export function composeLeaks(leaks: Leak[], own: Trace, traceOf: (test: string) => TraceStep[] | undefined): ComposedReproduction | undefined {
+  const parts: TraceStep[][] = [];
+  for (const { jobId, test, stop } of leaks) {
+    const creator = test ? traceOf(test) : undefined;
+    const seq = own.stepOf(stop);
+    if (!creator || seq === undefined) return undefined;
+    parts.push(stepsOfJob(creator, jobId), [own.steps[seq]]);
+  }
+  const { steps, seqOf } = composeSteps(parts);
+  const found = leaks.map(({ jobId }, index) => ({
+    jobId,
+    ...lastInteract(parts[2 * index], (seq) => seqOf(2 * index, seq)),
+    stop: { $answer: seqOf(2 * index + 1, parts[2 * index + 1][0].seq) },
+    settled: parts[2 * index].filter((step) => step.method === 'DELETE' && step.as === 'owner').map((step) => ({ $answer: seqOf(2 * index, step.seq) })),
+  }));
+  return { steps, checks: [{ judge: 'nothingLeft', args: [found, leaks.length] }] };
+}
+
+/** The job's last interact in its creator's part, as a reference into the plan: the leak's premise. */
+function lastInteract(part: TraceStep[], seqOf: (seq: number) => number): { interact?: { $answer: number } } {
+  const last = part.filter((step) => step.method === 'POST' && step.path.endsWith('/interact')).at(-1);
+  return last ? { interact: { $answer: seqOf(last.seq) } } : {};
+}
