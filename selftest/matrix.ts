@@ -202,8 +202,6 @@ function recordedMs(file: string): number {
  */
 async function replayReproductions(output: string, variants: Variant[], results: VariantResult[], reproductions: 'all' | 'quickest'): Promise<void> {
   const correctWith = (file?: string) => [...productionVariants, ...catalogue].find((v) => !v.breaks && !v.declaredReasons && v.knownDeviations === file);
-  const quiet = new Map<string | undefined, ReferenceServer>();
-  for (const file of new Set(variants.map((variant) => variant.knownDeviations))) quiet.set(file, await createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...correctWith(file)?.options }));
   const [owner, foreign, burst] = loadTeams();
   const keys = { API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_API_KEY: burst.keys[0] };
   const jobs = variants.flatMap((variant, index) => {
@@ -214,22 +212,20 @@ async function replayReproductions(output: string, variants: Variant[], results:
     return reproductions === 'all' ? all : [...all].sort((a, b) => recordedMs(a.file) - recordedMs(b.file)).slice(0, 1);
   });
   const replayOn = async (file: string, baseURL: string) => runCommand(process.execPath, [file], { PATH: process.env.PATH, BASE_URL: baseURL, ...keys });
-  try {
-    for (let next = 0; next < jobs.length; next += REPLAYS_AT_ONCE) {
-      await Promise.all(
-        jobs.slice(next, next + REPLAYS_AT_ONCE).map(async ({ index, file, test }) => {
-          // Fresh: the run may have left the variant's limiter or sessions in a state of its fault.
-          const fresh = await createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...variants[index].options });
-          const [onVariant, onReference] = await Promise.all([replayOn(file, fresh.url), replayOn(file, quiet.get(variants[index].knownDeviations)!.url)]).finally(() => fresh.close());
-          const result = results[index];
-          (result.reproduced ??= []).push({ test, onVariant: onVariant.code, onReference: onReference.code, output: `against the variant:\n${onVariant.log}\nagainst the reference:\n${onReference.log}` });
-        }),
-      );
-    }
-    const left = [...quiet.values()].reduce((sum, server) => sum + server.activeSessions().length, 0);
-    if (left) throw new Error(`the reproductions left ${left} session(s) running on the correct targets`);
-  } finally {
-    await Promise.all([...quiet.values()].map((server) => server.close()));
+  for (let next = 0; next < jobs.length; next += REPLAYS_AT_ONCE) {
+    await Promise.all(
+      jobs.slice(next, next + REPLAYS_AT_ONCE).map(async ({ index, file, test }) => {
+        // Fresh servers: the run may have left the variant's limiter or sessions in a state of its fault, and each replay reads its own account.
+        const fresh = await createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...variants[index].options });
+        const quiet = await createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...correctWith(variants[index].knownDeviations)?.options });
+        const [onVariant, onReference] = await Promise.all([replayOn(file, fresh.url), replayOn(file, quiet.url)]);
+        const left = quiet.activeSessions().length;
+        await Promise.all([fresh.close(), quiet.close()]);
+        const result = results[index];
+        (result.reproduced ??= []).push({ test, onVariant: onVariant.code, onReference: onReference.code, output: `against the variant:\n${onVariant.log}\nagainst the reference:\n${onReference.log}` });
+        if (left) throw new Error(`the reproduction of ${test} left ${left} session(s) running on a correct target`);
+      }),
+    );
   }
 }
 

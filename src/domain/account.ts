@@ -128,17 +128,25 @@ export async function probeAccount(api: Client, owner: Identity, provision: () =
   // A stop result without creditsBilled (a minimal body) says nothing of the charge.
   const settled = answer.status === 200 && typeof answer.body?.creditsBilled === 'number' ? answer.body.creditsBilled : undefined;
   if (typeof price !== 'number' || settled === undefined) return undefined;
+  const after = await settleAccount(api, owner, opening - round(price + settled), aloneTolerance(settled), settings);
+  return judgeAlone(opening, { remaining: after.readings.at(-1)!.remaining, still: after.still }, price, settled);
+}
+
+const aloneTolerance = (settled: number) => 0.5 * 10 ** -Math.max(2, decimalsOf(settled)) + 1e-9;
+
+/** One session alone: the account, still before and after, moved by its scrape's price and its stop's settlement, to the settlement's precision. The failure, if not. */
+export function judgeAlone(opening: number, closing: { remaining: number; still: boolean }, price: number, settled: number): string | undefined {
   const expected = round(price + settled);
-  const tolerance = 0.5 * 10 ** -Math.max(2, decimalsOf(settled)) + 1e-9;
-  const after = await settleAccount(api, owner, opening - expected, tolerance, settings);
-  const moved = round(opening - after.readings.at(-1)!.remaining);
-  if (!after.still || Math.abs(moved - expected) <= tolerance) return undefined;
-  return `one session alone, after the run: its scrape reported ${price} credit(s) and its stop ${settled}, but the account moved by ${moved} (${opening}, then ${after.readings.at(-1)!.remaining}): the target charges other than it reports`;
+  const moved = round(opening - closing.remaining);
+  if (!closing.still || Math.abs(moved - expected) <= aloneTolerance(settled)) return undefined;
+  return `one session alone, after the run: its scrape reported ${price} credit(s) and its stop ${settled}, but the account moved by ${moved} (${opening}, then ${closing.remaining}): the target charges other than it reports`;
 }
 
 export interface AccountVerdict {
   outcome: 'pass' | 'fail' | 'not verifiable';
   message: string;
+  /** On a failure: the jobs whose settlements were charged again. */
+  jobs?: string[];
 }
 
 const round = (credits: number) => +credits.toFixed(6);
@@ -178,7 +186,7 @@ export function judgeAccount(opening: number, closing: { remaining: number; stil
   const again = chargedAgain(candidates, difference, tolerance);
   if (again) {
     const named = again.map(({ one, times }) => `${one.jobId} (${one.credits} credit(s)${times > 1 ? ` ${times} times` : ''}; its settlement reported by ${one.reports} answer(s))`).join(', ');
-    return { outcome: 'fail', message: `${figures}: ${difference} more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled again: an answer that repeated a settlement was charged as a new one, for ${named}` };
+    return { outcome: 'fail', message: `${figures}: ${difference} more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled again: an answer that repeated a settlement was charged as a new one, for ${named}`, jobs: [...new Set(again.map(({ one }) => one.jobId))] };
   }
   return { outcome: 'not verifiable', message: `${figures}: ${difference} more, which no settlement reported twice explains: another use of the team during the run, or a charge the run never saw` };
 }

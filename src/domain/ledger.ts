@@ -98,6 +98,12 @@ export class Ledger {
    * failed (4xx, 410, 5xx, no answer), so that the run holds no session there: where a session runs
    * all the same, nobody asked for it. With the settlements already seen for the job's last session.
    */
+  /** The test that created a job, as its 'created' line says. */
+  creatorOf(target: string, jobId: string): string | undefined {
+    const entry = this.entries().find((one) => one.event === 'created' && one.target === target && jobKey(one.jobId) === jobKey(jobId));
+    return entry && entry.event === 'created' ? entry.test : undefined;
+  }
+
   refusedOpenings(target: string, identity: string): { jobId: string; status?: number; settled: Settled[]; test?: string }[] {
     const jobs = new Map<string, { jobId: string; last?: { status?: number }; settled: Settled[]; test?: string }>();
     for (const entry of this.entries()) {

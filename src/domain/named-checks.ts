@@ -13,6 +13,7 @@ import { expectCreditsFor, expectDurationWithin, expectSurvived, measuredInterva
 import { JSON_CONTENT_TYPE, JSON_ERROR_CONTENT_TYPE, summary, type Answer } from './answer';
 import { describeSettlement, distinctSettlements, isNewCharge, settlementOf, type Settled } from './settlements';
 import { DeclaredBehaviour, RunError } from '../config/errors';
+import { CREDIT_USAGE_PATH, judgeAccount, judgeAlone } from './account';
 import type { NamedCall } from '../checks/checks';
 import type { SchemaName } from '../checks/schemas';
 import type { DeclaredSchemeWord } from '../config/deviations';
@@ -245,6 +246,29 @@ const JUDGES = {
     const left = refused.filter(({ stop, settled }) => isNewCharge(stop) && settled.every((one) => isNewCharge(stop, one)));
     const described = left.map(({ jobId, status, stop }) => `${jobId} (its last interact answered ${status ?? 'nothing'}; a session ran there, and its stop settled ${describeSettlement({ credits: stop.body!.creditsBilled, durationMs: stop.body!.sessionDurationMs })})`);
     expect(described, `${jobs} job(s) whose interact was refused or failed must hold no session: a stop finds nothing (404) or reports a settlement already seen`).toEqual([]);
+  },
+  /**
+   * The account moved by exactly what the answers settled and the scrapes cost: read before
+   * (`before`), then after (`after`, the last two alike when it held still); the stops' distinct
+   * settlements and the scrapes' prices are what it may be charged (judgeAccount in account.ts).
+   */
+  accountCharged(before: Answer, after: Answer[], scrapes: Answer[], stops: Answer[], settleMs: number, alone = false): Verdict {
+    const remaining = (answer: Answer) => answer.body?.data?.remainingCredits as number;
+    if (![before, ...after].every((answer) => answer.status === 200 && typeof remaining(answer) === 'number')) return { notVerifiable: `the account could not be read (${CREDIT_USAGE_PATH})` };
+    const jobs = new Map<string, Answer[]>();
+    for (const stop of stops) jobs.set(stop.path.toLowerCase(), [...(jobs.get(stop.path.toLowerCase()) ?? []), stop]);
+    const settlements = [...jobs].map(([jobId, answers]) => ({ jobId, settled: distinctSettlements(answers), reports: answers.filter((answer) => settlementOf(answer)).length }));
+    const prices = scrapes.map((scrape) => scrape.body?.data?.metadata?.creditsUsed);
+    const spending = { settlements, scrapes: { count: scrapes.length, credits: prices.filter((price) => typeof price === 'number').reduce((sum, price) => sum + price, 0), unpriced: prices.filter((price) => typeof price !== 'number').length } };
+    const [last, closing] = after.slice(-2).map(remaining);
+    const still = { remaining: closing ?? last, still: closing === undefined || last === closing };
+    // One session alone, with nobody else on the team: any difference is the target's.
+    const settled = stops.map((stop) => settlementOf(stop)?.credits).find((credits) => credits !== undefined);
+    if (alone && (typeof prices[0] !== 'number' || settled === undefined)) return { notVerifiable: 'the scrape gave no price, or the stop no settlement' };
+    if (alone) return expect(judgeAlone(remaining(before), still, prices[0], settled!), 'one session alone').toBeUndefined();
+    const verdict = judgeAccount(remaining(before), still, spending, settleMs);
+    if (verdict.outcome === 'not verifiable') return { notVerifiable: verdict.message };
+    expect(verdict.outcome, verdict.message).toBe('pass');
   },
   /** Several named checks as one, in order: the first that fails decides. */
   all(calls: NamedCall[]): Verdict {

@@ -5,6 +5,7 @@
  * requests, one part after the other.
  */
 import type { ComposedReproduction } from '../checks/checks';
+import { CREDIT_USAGE_PATH } from '../domain/account';
 import type { Answer } from '../domain/answer';
 import type { Trace, TraceStep } from './trace';
 
@@ -75,4 +76,31 @@ export function composeLeaks(leaks: Leak[], own: Trace, traceOf: (test: string) 
 function lastInteract(part: TraceStep[], seqOf: (seq: number) => number): { interact?: { $answer: number } } {
   const last = part.filter((step) => step.method === 'POST' && step.path.endsWith('/interact')).at(-1);
   return last ? { interact: { $answer: seqOf(last.seq) } } : {};
+}
+
+/** A reading of the owner's account, where a part begins without one. */
+export const ACCOUNT_READING: TraceStep = { seq: 0, method: 'GET', path: CREDIT_USAGE_PATH, as: 'owner', on429: 'once', sentAt: 0, receivedAt: 1, status: 200 };
+
+/**
+ * The reproduction of `stop-is-final/account`: the account read, the requests that concern what it
+ * found (the sessions charged again, or one session alone), the account read until it holds still;
+ * judged by `accountCharged` with the run's ACCOUNT_SETTLE_MS.
+ */
+export function composeAccount(parts: TraceStep[][], settleMs: number, alone = false): ComposedReproduction | undefined {
+  const { steps } = composeSteps(parts);
+  const reading = (step: TraceStep) => step.path === CREDIT_USAGE_PATH;
+  const first = steps.findIndex((step) => !reading(step));
+  const last = steps.length - 1 - [...steps].reverse().findIndex((step) => !reading(step));
+  if (first < 1 || last === steps.length - 1) return undefined;
+  const ref = (step: TraceStep) => ({ $answer: step.seq });
+  const acts = steps.slice(first, last + 1);
+  const args = [
+    ref(steps[first - 1]),
+    steps.slice(last + 1).map(ref),
+    acts.filter((step) => step.method === 'POST' && step.path === '/v2/scrape').map(ref),
+    acts.filter((step) => step.method === 'DELETE' && step.as === 'owner').map(ref),
+    settleMs,
+    alone,
+  ];
+  return { steps, checks: [{ judge: 'accountCharged', args }] };
 }

@@ -22,6 +22,9 @@ class CouldNotTell extends Error {}
 
 const JOB_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 const PROVISIONING_RACE_MS = 5_000;
+/** How many times a plan whose requests the run sent at once is tried before the fault is said not to show; plans this short only (not a burst). */
+const RACE_ATTEMPTS = 5;
+const RACY_PLAN_STEPS = 60;
 
 export async function reproduce(plan: Plan, env = process.env, print: (line: string) => void = console.log): Promise<0 | 1 | 2> {
   const baseURL = env.BASE_URL?.replace(/\/+$/, '');
@@ -99,34 +102,49 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     return answer;
   };
 
-  let verdict: 0 | 1 | 2 = 0;
-  try {
-    print(`Reproduction of ${plan.test}: ${plan.title}`);
-    await replaySteps(plan.steps, replay, answers);
-    for (const check of plan.checks) {
-      const call = { judge: check.judge, args: check.args.map((arg) => revive(arg, answers, replace)) } as CheckCall;
-      try {
-        const outcome = runCheck(call);
-        if (outcome?.notVerifiable) {
-          print(`COULD NOT TELL ${check.check}: ${outcome.notVerifiable}`);
-          verdict = Math.max(verdict, 2) as 2;
-        } else print(`HOLDS ${check.check} (it failed in the run: ${check.message.split('\n')[0]})`);
-      } catch (error) {
-        const message = redact(String((error as Error).message)).replace(/\u001b\[[0-9;]*m/g, '');
-        if ((error as Error).name === 'DeclaredBehaviour') print(`HOLDS ${check.check}, as the target's known-deviations file declares: ${message.split('\n')[0]}`);
-        else {
-          print(`FAILS ${check.check}: ${message}`);
-          verdict = 1;
+  const attempt = async (): Promise<0 | 1 | 2> => {
+    jobs.clear();
+    answers.length = 0;
+    let verdict: 0 | 1 | 2 = 0;
+    try {
+      await replaySteps(plan.steps, replay, answers);
+      for (const check of plan.checks) {
+        const call = { judge: check.judge, args: check.args.map((arg) => revive(arg, answers, replace)) } as CheckCall;
+        try {
+          const outcome = runCheck(call);
+          if (outcome?.notVerifiable) {
+            print(`COULD NOT TELL ${check.check}: ${outcome.notVerifiable}`);
+            verdict = Math.max(verdict, 2) as 2;
+          } else print(`HOLDS ${check.check} (it failed in the run: ${check.message.split('\n')[0]})`);
+        } catch (error) {
+          const message = redact(String((error as Error).message)).replace(/\u001b\[[0-9;]*m/g, '');
+          if ((error as Error).name === 'DeclaredBehaviour') print(`HOLDS ${check.check}, as the target's known-deviations file declares: ${message.split('\n')[0]}`);
+          else {
+            print(`FAILS ${check.check}: ${message}`);
+            verdict = 1;
+          }
         }
       }
+    } catch (error) {
+      if (!(error instanceof CouldNotTell)) throw error;
+      print(`COULD NOT TELL: ${error.message}`);
+      verdict = 2;
+    } finally {
+      await stopOpened(opened, (jobId, as) => send({ method: 'DELETE', path: interactPath(jobId), as, on429: 'retry' }), print);
+      opened.clear();
+      connections.forEach((agent) => agent.destroy());
+      connections.clear();
     }
-  } catch (error) {
-    if (!(error instanceof CouldNotTell)) throw error;
-    print(`COULD NOT TELL: ${error.message}`);
-    verdict = 2;
-  } finally {
-    await stopOpened(opened, (jobId, as) => send({ method: 'DELETE', path: interactPath(jobId), as, on429: 'retry' }), print);
-    connections.forEach((agent) => agent.destroy());
+    return verdict;
+  };
+
+  print(`Reproduction of ${plan.test}: ${plan.title}`);
+  // Requests the run sent at once may race: a fault that shows in one order of arrival may not in another.
+  const racy = plan.steps.length <= RACY_PLAN_STEPS && plan.steps.some((step) => plan.steps.some((earlier) => earlier.seq < step.seq && earlier.receivedAt > step.sentAt));
+  let verdict = await attempt();
+  for (let tried = 1; racy && verdict === 0 && tried < RACE_ATTEMPTS; tried++) {
+    print(`The run sent some of these requests at once, and a race does not show every time: again (${tried + 1} of ${RACE_ATTEMPTS}).`);
+    verdict = await attempt();
   }
   print(verdict === 1 ? 'The fault shows (exit 1).' : verdict === 0 ? 'The fault does not show (exit 0).' : 'Could not tell (exit 2).');
   return verdict;

@@ -3,13 +3,14 @@
  * team's credit counter must have been charged exactly the settlements and scrapes the run saw.
  */
 import { test, expect } from '../../src/playwright/fixtures';
-import { accountTolerance, judgeAccount, probeAccount, readOpening, settleAccount } from '../../src/domain/account';
+import { accountTolerance, CREDIT_USAGE_PATH, judgeAccount, probeAccount, readOpening, settleAccount } from '../../src/domain/account';
 import { notVerifiable } from '../../src/checks/checks';
 import { RunError } from '../../src/config/errors';
 import { summary, type Answer } from '../../src/domain/client';
 import { spec } from '../../src/config/rules';
 import { judge } from '../../src/domain/named-checks';
-import { composeLeaks } from '../../src/reproduction/compose';
+import { ACCOUNT_READING, composeAccount, composeLeaks, stepsOfJob } from '../../src/reproduction/compose';
+import type { TraceStep } from '../../src/reproduction/trace';
 import { describeSettlement, isNewCharge } from '../../src/domain/settlements';
 
 // In this order, whatever the first finds (their project is not fully parallel): the sweep's stops settle what it finds, and the account check then counts them.
@@ -44,7 +45,7 @@ test(
 test(
   "the owner team's account is charged each session's settlement once, and nothing the run did not see",
   spec('stop-is-final/account'),
-  async ({ api, identities, settings, ledger, sessions, coordination, check }, testInfo) => {
+  async ({ api, identities, settings, ledger, sessions, coordination, requestTrace, check }, testInfo) => {
     // Its own wait, on top of the test's timeout: ACCOUNT_SETTLE_MS is all the charges get to land.
     testInfo.setTimeout(testInfo.timeout + settings.accountSettleMs);
     // Each shard of a run against the embedded reference starts a reference of its own; the shards of a run against a remote target share its account.
@@ -62,16 +63,21 @@ test(
     if (verdict.outcome === 'not verifiable' && closing.still && opening.remaining - closing.readings.at(-1)!.remaining > expected) {
       // More than the run explains: one session alone tells a target that charges other than it reports from another use of the team.
       testInfo.setTimeout(testInfo.timeout + 2 * settings.accountSettleMs + 4 * settings.requestTimeoutMs);
+      const probeStart = requestTrace.steps.length;
       const probed = await test.step('one session alone: the account must move by exactly what its scrape and its stop report', () =>
         probeAccount(api, identities.owner, async () => {
           const session = await sessions.provision();
           return { scrape: session.scrape, stop: () => api.stop(session.jobId, identities.owner) };
         }, settings),
       );
-      if (probed) await check('charged-as-settled', () => expect(probed, `${verdict.message}; and ${probed}`).toBeUndefined());
+      // Its reproduction: the probe again.
+      if (probed) await check('charged-as-settled', () => expect(probed, `${verdict.message}; and ${probed}`).toBeUndefined(), () => composeAccount([requestTrace.steps.slice(probeStart)], settings.accountSettleMs, true));
     }
     if (verdict.outcome === 'not verifiable') notVerifiable(verdict.message);
     testInfo.annotations.push({ type: 'note', description: verdict.message });
-    await check('charged-as-settled', () => expect(verdict.outcome, verdict.message).toBe('pass'));
+    // Its reproduction: the requests of the sessions charged again, between two readings of the account.
+    const readings = requestTrace.steps.filter((step) => step.path === CREDIT_USAGE_PATH);
+    const charged = () => [[ACCOUNT_READING], ...(verdict.jobs ?? []).map((jobId) => stepsOfJob(coordination.loadTrace<TraceStep>(ledger.creatorOf(api.target.baseURL, jobId) ?? '') ?? [], jobId)), readings];
+    await check('charged-as-settled', () => expect(verdict.outcome, verdict.message).toBe('pass'), () => (verdict.jobs ? composeAccount(charged(), settings.accountSettleMs) : undefined));
   },
 );
