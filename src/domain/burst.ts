@@ -71,5 +71,3 @@ export async function sendBurst({ api, team, candidates, concurrency, planned, s
   await pending;
   return { answers, stops, lost, burstMs: Math.round(performance.now() - started) };
 }
-
-export { peakPerSecond } from './named-checks';

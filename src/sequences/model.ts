@@ -15,7 +15,7 @@ import type * as FastCheck from 'fast-check';
 import { durationVerdict, expectCreditsFor, type Interval } from '../domain/billing';
 import { distinctSettlements, isNewCharge } from '../domain/settlements';
 import { summary, type Answer, type Client, type Connection } from '../domain/client';
-import { expectRefusal, expectRevealsNothing } from '../domain/named-checks';
+import { expectRefusal, expectRevealsNothing } from '../domain/refusal-checks';
 import { DeclaredBehaviour, plain, RunError } from '../config/errors';
 import { checkQuickly, expect } from '../checks/expect';
 import { type Sessions } from '../domain/sessions';

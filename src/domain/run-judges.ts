@@ -1,0 +1,92 @@
+/**
+ * The named checks of what spans more than one request: a burst, the run's leaks and account, and
+ * each step of the sequences model's histories. Registered with the others (named-checks.ts).
+ */
+import { CREDIT_USAGE_PATH, judgeAccount, judgeAlone } from './account';
+import { summary, type Answer } from './answer';
+import { describeSettlement, distinctSettlements, isNewCharge, settlementOf, type Settled } from './settlements';
+import { expectRevealsNothing, ownerValuesOf } from './refusal-checks';
+import { RunError } from '../config/errors';
+import { expect } from '../checks/expect';
+
+/** The most answers that arrived within any one second of the burst. */
+export function peakPerSecond(answers: Answer[]): number {
+  const times = answers.map((answer) => answer.receivedAt).sort((a, b) => a - b);
+  let peak = 0;
+  for (let last = 0, first = 0; last < times.length; last++) {
+    while (times[last] - times[first] >= 1000) first++;
+    peak = Math.max(peak, last - first + 1);
+  }
+  return peak;
+}
+
+/** How many answers had each status. */
+export function countStatuses(answers: Answer[]): Record<number, number> {
+  const counts: Record<number, number> = {};
+  for (const answer of answers) counts[answer.status] = (counts[answer.status] ?? 0) + 1;
+  return counts;
+}
+
+type Verdict = void | { notVerifiable: string };
+
+export const RUN_JUDGES = {
+  /** Every answer of a burst of stops of unknown jobs is 404 (no such job) or 429. */
+  burstAnswers(answers: Answer[]): Verdict {
+    const unexpected = answers.filter((answer) => answer.status !== 404 && answer.status !== 429);
+    expect(unexpected.map(summary).slice(0, 5), `every answer is 404 (no such job) or 429; statuses: ${JSON.stringify(countStatuses(answers))}`).toEqual([]);
+  },
+  /** A burst faster than BURST_PROOF_RATE meets a 429; a slower one cannot tell a limit from none (an error of the run). */
+  limited(answers: Answer[], burstMs: number, burstProofRate: number): Verdict {
+    const counts = countStatuses(answers);
+    if (counts[429]) return;
+    const peak = peakPerSecond(answers);
+    const reached = `no 429 in ${answers.length} requests over ${(burstMs / 1000).toFixed(1)} s, at up to ${peak} answered within one second`;
+    // Too slow to tell: the client, not the target, is what this run measured.
+    if (peak < burstProofRate) {
+      throw new RunError(
+        `${reached}: below BURST_PROOF_RATE (${burstProofRate} a second), so a limit above that rate cannot be told from no limit. ` +
+          'The client could not send faster (a busy machine, or a slow target): run again where it can, raise BURST_CONCURRENCY, or set BURST_PROOF_RATE just above your plan\'s limit.',
+      );
+    }
+    expect(counts[429] ?? 0, `${reached}: at least BURST_PROOF_RATE (${burstProofRate} a second), more than a plan allows; the target does not rate-limit (for a plan that allows more, raise BURST_PROOF_RATE and BURST_REQUESTS). Statuses: ${JSON.stringify(counts)}`).toBeGreaterThan(0);
+  },
+  /** The stops of live sessions during a burst answer 429, or 200 if they got through; a 429 carries nothing of the session or its team. */
+  throttledRevealsNothing(stops: Answer[], who: string, throttled: Answer | undefined, sources: Answer[], teamValues: string[], askedJobId: string): Verdict {
+    for (const answer of stops) expect([200, 429], `the ${who}'s stop of its own session during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toContain(answer.status);
+    if (throttled) expectRevealsNothing(throttled, ownerValuesOf(sources, teamValues, askedJobId));
+  },
+  /**
+   * Each job whose last interact was refused or failed holds no session: the sweep's stop of it
+   * finds nothing (404), or reports a settlement one of the job's earlier stops reported. `interact`:
+   * that last interact, where a reproduction sent it again (a 200 then opened a session, as allowed).
+   */
+  nothingLeft(found: { jobId: string; status?: number; interact?: Answer; stop: Answer; settled: (Settled | Answer)[] }[], jobs: number): Verdict {
+    const refused = found.filter(({ interact }) => interact?.status !== 200).map((job) => ({ ...job, status: job.status ?? job.interact?.status }));
+    const left = refused.filter(({ stop, settled }) => isNewCharge(stop) && settled.every((one) => isNewCharge(stop, one)));
+    const described = left.map(({ jobId, status, stop }) => `${jobId} (its last interact answered ${status ?? 'nothing'}; a session ran there, and its stop settled ${describeSettlement({ credits: stop.body!.creditsBilled, durationMs: stop.body!.sessionDurationMs })})`);
+    expect(described, `${jobs} job(s) whose interact was refused or failed must hold no session: a stop finds nothing (404) or reports a settlement already seen`).toEqual([]);
+  },
+  /**
+   * The account moved by exactly what the answers settled and the scrapes cost: read before
+   * (`before`), then after (`after`, the last two alike when it held still); the stops' distinct
+   * settlements and the scrapes' prices are what it may be charged (judgeAccount in account.ts).
+   */
+  accountCharged(before: Answer, after: Answer[], scrapes: Answer[], stops: Answer[], settleMs: number, alone = false): Verdict {
+    const remaining = (answer: Answer) => answer.body?.data?.remainingCredits as number;
+    if (![before, ...after].every((answer) => answer.status === 200 && typeof remaining(answer) === 'number')) return { notVerifiable: `the account could not be read (${CREDIT_USAGE_PATH})` };
+    const jobs = new Map<string, Answer[]>();
+    for (const stop of stops) jobs.set(stop.path.toLowerCase(), [...(jobs.get(stop.path.toLowerCase()) ?? []), stop]);
+    const settlements = [...jobs].map(([jobId, answers]) => ({ jobId, settled: distinctSettlements(answers), reports: answers.filter((answer) => settlementOf(answer)).length }));
+    const prices = scrapes.map((scrape) => scrape.body?.data?.metadata?.creditsUsed);
+    const spending = { settlements, scrapes: { count: scrapes.length, credits: prices.filter((price) => typeof price === 'number').reduce((sum, price) => sum + price, 0), unpriced: prices.filter((price) => typeof price !== 'number').length } };
+    const [last, closing] = after.slice(-2).map(remaining);
+    const still = { remaining: closing ?? last, still: closing === undefined || last === closing };
+    // One session alone, with nobody else on the team: any difference is the target's.
+    const settled = stops.map((stop) => settlementOf(stop)?.credits).find((credits) => credits !== undefined);
+    if (alone && (typeof prices[0] !== 'number' || settled === undefined)) return { notVerifiable: 'the scrape gave no price, or the stop no settlement' };
+    if (alone) return expect(judgeAlone(remaining(before), still, prices[0], settled!), 'one session alone').toBeUndefined();
+    const verdict = judgeAccount(remaining(before), still, spending, settleMs);
+    if (verdict.outcome === 'not verifiable') return { notVerifiable: verdict.message };
+    expect(verdict.outcome, verdict.message).toBe('pass');
+  },
+} satisfies Record<string, (...args: never[]) => Verdict>;
