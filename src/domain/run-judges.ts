@@ -5,7 +5,8 @@
 import { CREDIT_USAGE_PATH, judgeAccount, judgeAlone } from './account';
 import { summary, type Answer } from './answer';
 import { describeSettlement, distinctSettlements, isNewCharge, settlementOf, type Settled } from './settlements';
-import { expectRevealsNothing, ownerValuesOf } from './refusal-checks';
+import { expectRefusal, expectRevealsNothing, ownerValuesOf } from './refusal-checks';
+import { durationVerdict, measuredInterval, type Tolerances } from './billing';
 import { RunError } from '../config/errors';
 import { expect } from '../checks/expect';
 
@@ -88,5 +89,38 @@ export const RUN_JUDGES = {
     const verdict = judgeAccount(remaining(before), still, spending, settleMs);
     if (verdict.outcome === 'not verifiable') return { notVerifiable: verdict.message };
     expect(verdict.outcome, verdict.message).toBe('pass');
+  },
+  /** The sequences model: a stop of a session it holds stopped answers 200 or 404, and settles nothing new. */
+  modelStoppedStop(answer: Answer, ended: Answer | undefined): Verdict {
+    expect([200, 404], `status ${answer.status}`).toContain(answer.status);
+    expect(isNewCharge(answer, ended), 'a stopped session is never charged again: an answer may repeat its settlement, never make another').toBe(false);
+  },
+  /** The model: the owner's stop of a live session answers 200 with a stop result, its duration within the interval from the interact that began it. */
+  modelLiveStop(answer: Answer, began: Answer, tolerances: Tolerances): Verdict {
+    expect(answer.status, 'status').toBe(200);
+    expect(answer.body).toMatchSchema('stop-result');
+    durationVerdict(answer.body, measuredInterval({ created: began }, answer), tolerances);
+  },
+  /** The model: a session a refused stop left running is still usable. */
+  modelUsable(answer: Answer): Verdict {
+    expect(answer.status, summary(answer)).toBe(200);
+  },
+  /** The model: a stop without a valid key, or by another team, is refused and carries nothing of the owner's. */
+  modelRefusedStop(answer: Answer, status: number | undefined, ownerTeam: string[]): Verdict {
+    expectRefusal(answer, status);
+    expectRevealsNothing(answer, ownerTeam);
+  },
+  /** The model: a stop of a job that never had a session answers 404 with an error body. */
+  modelUnknownStop(answer: Answer): Verdict {
+    expect(answer.status, 'status').toBe(404);
+    expect(answer.body).toMatchSchema('error');
+  },
+  /** The model: two stops of one session at once answer 200 or 404, settle it once at most (never, stopped), and one succeeds on a live one. */
+  modelSimultaneousStops(answers: Answer[], ended: Answer | undefined, live: boolean): Verdict {
+    for (const answer of answers) expect([200, 404], `status ${answer.status}`).toContain(answer.status);
+    // Equal settlements reported by both are one settlement as far as answers show: the account check has the last word.
+    const settled = distinctSettlements(answers.filter((answer) => isNewCharge(answer, ended)));
+    expect(settled.length, 'distinct new settlements').toBeLessThanOrEqual(live ? 1 : 0);
+    if (live) expect(answers.some((answer) => answer.status === 200), 'one of them succeeds').toBe(true);
   },
 } satisfies Record<string, (...args: never[]) => Verdict>;

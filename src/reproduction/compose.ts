@@ -4,16 +4,18 @@
  * reproduction is made of the parts of those traces that concern what it found, then its own
  * requests, one part after the other.
  */
-import type { ComposedReproduction } from '../checks/checks';
+import type { ComposedReproduction, NamedCall } from '../checks/checks';
 import { CREDIT_USAGE_PATH } from '../domain/account';
 import type { Answer } from '../domain/answer';
-import type { Trace, TraceStep } from './trace';
+import type { Serialized, Trace, TraceStep } from './trace';
 
 /** A job's part of a trace: the scrape that created it and every request that names it. */
 export function stepsOfJob(steps: TraceStep[], jobId: string): TraceStep[] {
   const job = jobId.toLowerCase();
   return steps.filter((step) => step.createdJob?.toLowerCase() === job || step.path.toLowerCase().includes(job));
 }
+
+const JOB_OF_PATH = /^\/v2\/scrape\/([^/]+)\/interact$/;
 
 /** A pause between parts taken from different traces. */
 const BETWEEN_PARTS_MS = 100;
@@ -103,4 +105,29 @@ export function composeAccount(parts: TraceStep[][], settleMs: number, alone = f
     alone,
   ];
   return { steps, checks: [{ judge: 'accountCharged', args }] };
+}
+
+/**
+ * The reproduction of the sequences rule: the failing history's part of the test's trace (from its
+ * provisioning to the step that broke the model), and the named check that step failed.
+ */
+export function composeHistory(own: Trace, { call, from, to, interleaved }: { call: NamedCall; from: number; to: number; interleaved?: true }): ComposedReproduction | undefined {
+  const part = own.steps.slice(from, to);
+  // Beside other histories: only the requests that concern the jobs the failed check judged.
+  const jobs = [...new Set(JSON.stringify(call.args.map((arg) => own.serialize(arg))).match(/"\$answer":\d+/g) ?? [])].map((ref) => own.steps[Number(ref.split(':')[1])]?.path.match(JOB_OF_PATH)?.[1]).filter((job): job is string => !!job);
+  const { steps, seqOf } = composeSteps([interleaved ? jobs.flatMap((job) => stepsOfJob(part, job)).sort((a, b) => a.seq - b.seq).filter((step, index, all) => all.indexOf(step) === index) : part]);
+  let outside = false;
+  const local = (value: Serialized): Serialized => {
+    if (Array.isArray(value)) return value.map(local);
+    if (value && typeof value === 'object') {
+      if ('$answer' in value && typeof value.$answer === 'number') {
+        outside ||= value.$answer < from || value.$answer >= to;
+        return { $answer: outside ? -1 : seqOf(0, value.$answer) };
+      }
+      return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, local(item as Serialized)]));
+    }
+    return value;
+  };
+  const args = call.args.map((arg) => local(own.serialize(arg)));
+  return outside ? undefined : { steps, checks: [{ judge: call.judge, args }] };
 }

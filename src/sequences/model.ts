@@ -12,12 +12,12 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as FastCheck from 'fast-check';
-import { durationVerdict, expectCreditsFor, type Interval } from '../domain/billing';
-import { distinctSettlements, isNewCharge } from '../domain/settlements';
+import { boundsOf, durationVerdict, expectCreditsFor, measuredInterval } from '../domain/billing';
 import { summary, type Answer, type Client, type Connection } from '../domain/client';
-import { expectRefusal, expectRevealsNothing } from '../domain/refusal-checks';
+import { judge, runCheck } from '../domain/named-checks';
 import { DeclaredBehaviour, plain, RunError } from '../config/errors';
-import { checkQuickly, expect } from '../checks/expect';
+import type { NamedCall } from '../checks/checks';
+import { checkQuickly } from '../checks/expect';
 import { type Sessions } from '../domain/sessions';
 import type { Settings } from '../config/settings';
 import type { Identities, IdentityName } from '../domain/target';
@@ -27,8 +27,8 @@ interface SessionModel {
   label: string;
   jobId: string;
   live: boolean;
-  /** performance.now() interval within which the live session began (its creating interact). */
-  began: { lo: number; hi: number };
+  /** The interact that began the live session: it began within that call. */
+  began: Answer;
   /** The owner's stop that ended it, once stopped: a later answer repeating it is a replay. */
   ended?: Answer;
   /** A stop was refused on it while live: the session must have lived on through it. */
@@ -49,7 +49,9 @@ export interface Real {
   settings: Settings;
   history: History;
   /** Charges that were not prorated: kept apart from the model, so that a declared billing deviation excuses them alone. */
-  charges: { history: History; message: string; declared?: string }[];
+  charges: { history: History; message: string; declared?: string; reproduction?: { call: NamedCall; from: number; to: number; interleaved?: true } }[];
+  /** Where the history began in the test's trace, and how far the trace goes now: for reproductions. */
+  trace?: { from: number; position: () => number };
   /** How many durations and charges of live sessions' stops were examined. */
   examined: { durations: number; charges: number };
   /** The last step that sent a request: what `again` repeats. */
@@ -93,14 +95,17 @@ export function disagreement(error: unknown): string {
   return [lines[0]?.replace(/^Error: /, ''), ...lines.filter((line) => /^(Expected|Received)/.test(line))].join('; ');
 }
 
-/** Runs the model's expectations of one step; a disagreement goes into the history, then fails the history. */
-export async function expecting(history: History, rule: string, expectations: () => void): Promise<void> {
+/**
+ * Runs the model's expectation of one step, a named check; a disagreement goes into the history,
+ * then fails the history, carrying the call (for the reproduction of the history).
+ */
+export async function expecting(history: History, rule: string, call: NamedCall): Promise<void> {
   try {
-    checkQuickly(expectations);
+    checkQuickly(() => void runCheck(call));
   } catch (error) {
     const message = `${rule}: ${disagreement(error)}`;
     history.note(`✗ ${message}`);
-    throw new Error(message);
+    throw Object.assign(new Error(message), { call });
   }
 }
 
@@ -115,26 +120,19 @@ export const stop = (real: Real, session: SessionModel, who: IdentityName = 'own
 export async function provisionInto(model: Model, real: Real): Promise<void> {
   const label = LABELS[model.sessions.length];
   const session = await real.sessions.provision({ quiet: true, reserved: true });
-  model.sessions.push({ label, jobId: session.jobId, live: true, began: { lo: session.created.sentAt, hi: session.created.receivedAt } });
+  model.sessions.push({ label, jobId: session.jobId, live: true, began: session.created });
   real.history.step(`provision session ${label} → scrape ${session.scrape.status}, interact ${brief(session.created)}`);
 }
 
 /** What the model expects of the owner's stop of a session, live or stopped; a live one then is stopped. */
 async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer): Promise<void> {
   if (!session.live) {
-    await expecting(real.history, `a stop of stopped session ${session.label} (rule 7, @inferred)`, () => {
-      expect([200, 404], `status ${answer.status}`).toContain(answer.status);
-      expect(isNewCharge(answer, session.ended), 'a stopped session is never charged again: an answer may repeat its settlement, never make another').toBe(false);
-    });
+    await expecting(real.history, `a stop of stopped session ${session.label} (rule 7, @inferred)`, judge.modelStoppedStop(answer, session.ended));
     return;
   }
-  const interval: Interval = { lo: answer.sentAt - session.began.hi, hi: answer.receivedAt - session.began.lo };
-  let declaredClock: string | undefined;
-  await expecting(real.history, `a stop of live session ${session.label} by its owner (rules 1-2, @must)`, () => {
-    expect(answer.status, 'status').toBe(200);
-    expect(answer.body).toMatchSchema('stop-result');
-    declaredClock = durationVerdict(answer.body, interval, real.settings)?.message;
-  });
+  const interval = measuredInterval({ created: session.began }, answer);
+  await expecting(real.history, `a stop of live session ${session.label} by its owner (rules 1-2, @must)`, judge.modelLiveStop(answer, session.began, boundsOf(real.settings)));
+  const declaredClock = durationVerdict(answer.body, interval, real.settings)?.message;
   if (declaredClock) real.history.note(`≈ (duration, rule 2, as the target's clock is declared) ${declaredClock}`);
   session.live = false;
   session.ended = answer;
@@ -148,7 +146,9 @@ async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer
     // A charge the target's declared billing rule gives: its known deviation, never a failure.
     const declared = error instanceof DeclaredBehaviour ? error.reason : undefined;
     real.history.note(`${declared ? '≈ (credits, rule 2, as declared)' : '✗ (credits, rule 2, @must)'} ${message}`);
-    real.charges.push({ history: real.history, message, declared });
+    // Its session's requests only: other histories may have run beside this one.
+    const reproduction = real.trace && { call: judge.credits(answer, session.began, boundsOf(real.settings)), from: real.trace.from, to: real.trace.position(), interleaved: true as const };
+    real.charges.push({ history: real.history, message, declared, ...(reproduction ? { reproduction } : {}) });
   }
 }
 
@@ -194,7 +194,7 @@ export function interactStep(budget: Budget, index: number): Step {
     const refused = answer.status >= 400 && answer.status < 500;
     // Refused on a session a refused stop should have left running: that refusal ended it.
     if (session.live && refused && answer.status !== 429 && session.refusedWhileLive) {
-      await expecting(real.history, 'a refused stop changes nothing: the session it was refused on is still usable (rules 3, 5)', () => expect(answer.status, summary(answer)).toBe(200));
+      await expecting(real.history, 'a refused stop changes nothing: the session it was refused on is still usable (rules 3, 5)', judge.modelUsable(answer));
     }
     if ((session.live && answer.status !== 200) || (!session.live && answer.status !== 200 && !refused)) {
       real.history.note('✗ the interact answered what no history can go on from');
@@ -203,7 +203,7 @@ export function interactStep(budget: Budget, index: number): Step {
     if (!session.live && answer.status === 200) {
       // Allowed: a new session with its own clock. What follows must agree.
       session.live = true;
-      session.began = { lo: answer.sentAt, hi: answer.receivedAt };
+      session.began = answer;
       session.ended = undefined;
       session.refusedWhileLive = undefined;
       real.history.note(`(a new session ${session.label} begins with this interact)`);
@@ -237,10 +237,7 @@ export function refusedStopStep(budget: Budget, index: number, who: Refuser): St
     const answer = await stop(real, session, who);
     real.history.step(`${real.identities[who].name} stops ${describeSession(session)} → ${brief(answer)}`);
     if (session.live) session.refusedWhileLive = true;
-    await expecting(real.history, `a stop by ${real.identities[who].name} is refused and reveals nothing (rules 3, 5, 7)`, () => {
-      expectRefusal(answer, who === 'foreign' && session.live ? 403 : undefined);
-      expectRevealsNothing(answer, real.identities.ownerTeam);
-    });
+    await expecting(real.history, `a stop by ${real.identities[who].name} is refused and reveals nothing (rules 3, 5, 7)`, judge.modelRefusedStop(answer, who === 'foreign' && session.live ? 403 : undefined, real.identities.ownerTeam));
   });
 }
 
@@ -252,10 +249,7 @@ export function unknownStopStep(budget: Budget): Step {
       real.last = this;
       const answer = await real.api.stop(randomUUID(), real.identities.owner, { attach: false, connection: real.connection });
       real.history.step(`owner stops a job that never existed → ${brief(answer)}`);
-      await expecting(real.history, 'a stop of a job with no session (rule 4, @must)', () => {
-        expect(answer.status, 'status').toBe(404);
-        expect(answer.body).toMatchSchema('error');
-      });
+      await expecting(real.history, 'a stop of a job with no session (rule 4, @must)', judge.modelUnknownStop(answer));
     },
     toString: () => 'unknownStop',
   };
@@ -273,13 +267,7 @@ export function simultaneousStopsStep(budget: Budget, first: number, second: num
       await expectOwnerStop(real, b, answers[1]);
       return;
     }
-    await expecting(real.history, `two simultaneous stops of session ${a.label} (rule 7, @inferred)`, () => {
-      for (const answer of answers) expect([200, 404], `status ${answer.status}`).toContain(answer.status);
-      // Equal settlements reported by both are one settlement as far as answers show: the account check has the last word.
-      const settled = distinctSettlements(answers.filter((answer) => isNewCharge(answer, a.ended)));
-      expect(settled.length, 'distinct new settlements').toBeLessThanOrEqual(a.live ? 1 : 0);
-      if (a.live) expect(answers.some((answer) => answer.status === 200), 'one of them succeeds').toBe(true);
-    });
+    await expecting(real.history, `two simultaneous stops of session ${a.label} (rule 7, @inferred)`, judge.modelSimultaneousStops(answers, a.ended, a.live));
     if (a.live) await expectOwnerStop(real, a, answers.find((answer) => answer.status === 200 && answer.body?.sessionDurationMs !== undefined) ?? answers.find((answer) => answer.status === 200)!);
   }, 2);
 }

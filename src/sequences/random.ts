@@ -4,7 +4,7 @@
  */
 import { Budget } from './pace';
 import { History, LABELS, provisionInto, stepsFor, type Model } from './model';
-import { finish, phaseState, runHistory, type Exploration, type ExploreOptions } from './search';
+import { finish, phaseState, runHistory, type Exploration, type ExploreOptions, type HistoryFailure } from './search';
 
 /** Random histories per round of fast-check: the search checks its budget between rounds. */
 const ROUND = 10;
@@ -17,11 +17,11 @@ export async function exploreHistories(options: ExploreOptions & { seed: number;
   const budget = new Budget(options.requests, options.until, options.pacer);
   const state = phaseState();
   const steps = stepsFor(fc, budget, options.settings.durationToleranceMs);
-  let lastFailure: { history: History; message: string } | undefined;
+  let lastFailure: { history: History; failure: HistoryFailure } | undefined;
   const property = fc.asyncProperty(fc.commands(steps, { maxCommands: 14 }), async (commands) => {
     if (!budget.affords(2)) return;
     const history = new History();
-    const message = await runHistory(options, budget, state, history, async (real) => {
+    const failure = await runHistory(options, budget, state, history, async (real) => {
       // Every history begins with session A, so that no step waits for a session to act on.
       const setup = async () => {
         // Room for every session the history may open, taken before it opens any.
@@ -34,9 +34,9 @@ export async function exploreHistories(options: ExploreOptions & { seed: number;
       };
       await fc.asyncModelRun(setup, commands);
     });
-    if (message) {
-      lastFailure = { history, message };
-      throw new Error(message);
+    if (failure) {
+      lastFailure = { history, failure };
+      throw new Error(failure.message);
     }
   });
   // Rounds of a few histories, each with the next seed, until SEQUENCE_RUNS, the budget or the time runs out.
@@ -47,8 +47,10 @@ export async function exploreHistories(options: ExploreOptions & { seed: number;
   if (budget.halted && !lastFailure) throw budget.halted;
   const exploration = finish(seed, state, budget, `seed ${seed}`);
   if (details?.failed && lastFailure) {
-    const { history, message } = lastFailure;
-    exploration.failure = message;
+    const { history, failure } = lastFailure;
+    exploration.failure = failure.message;
+    // The shrunk history is the last that failed: its reproduction replays it.
+    if (failure.reproduction) exploration.reproduction = failure.reproduction;
     exploration.counterexample = [
       `A history of ${history.length} steps breaks the model (seed ${seed}; replay with SEQUENCE_SEED=${seed}):`,
       ...history.lines,

@@ -11,6 +11,7 @@ import type { Settings } from '../config/settings';
 import type { Identities } from '../domain/target';
 import { Budget, Pacer } from './pace';
 import { History, type Real } from './model';
+import type { NamedCall } from '../checks/checks';
 
 /** What one phase of the search did and found. */
 export interface Exploration {
@@ -28,6 +29,8 @@ export interface Exploration {
   failure?: string;
   /** The first charge that was not 2 credits a minute prorated by the second, nor what a declared billing rule gives, with its history. */
   unproratedCharge?: string;
+  /** That charge's history in the test's trace, and the named check it failed. */
+  chargeReproduction?: HistoryFailure['reproduction'];
   /** The first charge that was not prorated but is what the target's declared billing rule gives, and that rule's reason. */
   declaredCharge?: { message: string; reason: string };
   /** Durations and charges of live sessions' stops examined: none means they were not checked at all. */
@@ -35,6 +38,15 @@ export interface Exploration {
   chargesExamined: number;
   /** Set when the phase stopped at its time limit, before its histories or requests were used up. */
   stoppedAt?: string;
+  /** The failing history's part of the test's trace and the named check it failed, for its reproduction. */
+  reproduction?: HistoryFailure['reproduction'];
+}
+
+/** A history that broke the model: the disagreement, and (where a named check failed) what its reproduction replays. */
+export interface HistoryFailure {
+  message: string;
+  /** `interleaved`: other histories' requests are in that part of the trace too. */
+  reproduction?: { call: NamedCall; from: number; to: number; interleaved?: true };
 }
 
 export interface ExploreOptions {
@@ -49,6 +61,8 @@ export interface ExploreOptions {
   requests: number;
   /** performance.now() past which no history starts or goes on. */
   until: number;
+  /** How many requests the test's trace holds: where a history's begin and end. */
+  tracePosition?: () => number;
 }
 
 /** What the histories of one phase share: where their charges and counts go. */
@@ -71,6 +85,7 @@ export function finish(phase: Exploration['phase'], state: ReturnType<typeof pha
   const declared = state.charges.find((charge) => charge.declared);
   const told = (charge: Real['charges'][number]) => [charge.message, `in a history of ${charge.history.length} steps (${replay}):`, ...charge.history.lines].join('\n');
   if (unprorated) exploration.unproratedCharge = told(unprorated);
+  if (unprorated?.reproduction) exploration.chargeReproduction = unprorated.reproduction;
   if (declared) exploration.declaredCharge = { message: told(declared), reason: declared.declared! };
   return exploration;
 }
@@ -80,12 +95,14 @@ export function finish(phase: Exploration['phase'], state: ReturnType<typeof pha
  * failure that broke the model, if any; an error of the run halts the budget; a cap met ends the
  * history quietly.
  */
-export async function runHistory(options: ExploreOptions, budget: Budget, state: ReturnType<typeof phaseState>, history: History, body: (real: Real) => Promise<void>): Promise<string | undefined> {
+export async function runHistory(options: ExploreOptions, budget: Budget, state: ReturnType<typeof phaseState>, history: History, body: (real: Real) => Promise<void>): Promise<HistoryFailure | undefined> {
   const sessions = options.openSessions();
   const connection = options.api.connection();
+  const from = options.tracePosition?.();
   state.histories += 1;
   try {
-    await body({ api: options.api, sessions, identities: options.identities, settings: options.settings, history, charges: state.charges, examined: state.examined, connection });
+    const trace = from === undefined ? undefined : { from, position: options.tracePosition! };
+    await body({ api: options.api, sessions, identities: options.identities, settings: options.settings, history, charges: state.charges, examined: state.examined, connection, trace });
     return undefined;
   } catch (error) {
     if (error instanceof RunError) {
@@ -94,7 +111,9 @@ export async function runHistory(options: ExploreOptions, budget: Budget, state:
     }
     // The target's cap on live sessions showed: not a disagreement; the next history keeps under it.
     if (error instanceof CapReached) return undefined;
-    return String((error as Error).message);
+    const call = (error as { call?: NamedCall }).call;
+    const to = options.tracePosition?.();
+    return { message: String((error as Error).message), ...(call && from !== undefined && to !== undefined ? { reproduction: { call, from, to } } : {}) };
   } finally {
     options.api.release(connection);
     state.steps += history.length;

@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Budget, LANES, LANE_PAUSE_MS } from './pace';
 import { History, ownerStopStep, provisionInto, REFUSERS, interactStep, holdStep, refusedStopStep, unknownStopStep, simultaneousStopsStep, type Model, type Step } from './model';
-import { finish, phaseState, runHistory, type Exploration, type ExploreOptions } from './search';
+import { finish, phaseState, runHistory, type Exploration, type ExploreOptions, type HistoryFailure } from './search';
 
 /** The kinds of step of the systematic phase, over one session, and the requests each sends. */
 const KINDS = {
@@ -95,12 +95,12 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
   const state = phaseState();
   const covered = new Map<number, Set<string>>();
   const holdMs = options.settings.durationToleranceMs + 10;
-  let failure: { history: History; message: string; pattern: Kind[]; index: number } | undefined;
+  let failure: { history: History; message: string; pattern: Kind[]; index: number; reproduction?: HistoryFailure['reproduction'] } | undefined;
   /** One pattern from a fresh session, then the owner's stop. A stop without a valid key takes its key by the pattern's place: the same every run. */
   const runPattern = async (pattern: Kind[], index: number, within: Budget) => {
     const history = new History();
     let ran = 0;
-    const message = await runHistory(options, within, state, history, async (real) => {
+    const failed = await runHistory(options, within, state, history, async (real) => {
       await real.sessions.reserve(1);
       const model: Model = { sessions: [], capacity: 1 };
       within.spend(1);
@@ -115,7 +115,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
       const stop = ownerStopStep(within, 0);
       if (model.sessions[0].live && stop.check(model)) await stop.run(model, real);
     });
-    return { history, message, ran };
+    return { history, message: failed?.message, reproduction: failed?.reproduction, ran };
   };
   for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime; depth++) {
     const patterns = patternsOfDepth(depth);
@@ -130,12 +130,12 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
         const pattern = patterns[index];
         // Provisioning, the pattern and the final stop.
         if (!budget.affords(requestsOf(pattern) + 2)) return;
-        const { history, message, ran } = await runPattern(pattern, index, budget);
+        const { history, message, reproduction, ran } = await runPattern(pattern, index, budget);
         for (let length = 1; length <= ran; length++) {
           if (!covered.has(length)) covered.set(length, new Set());
           covered.get(length)!.add(pattern.slice(0, length).join());
         }
-        if (message && !failure) failure = { history, message, pattern, index };
+        if (message && !failure) failure = { history, message, pattern, index, reproduction };
       }
     };
     await Promise.all(Array.from({ length: LANES }, (_, number) => lane(number)));
@@ -149,6 +149,9 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     const alone = await runPattern(failure.pattern, failure.index, new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer));
     const shown = alone.message ? alone : failure;
     exploration.failure = shown.message;
+    // The history run alone has a part of the trace of its own; one run beside others shares it with them.
+    if (alone.reproduction) exploration.reproduction = alone.reproduction;
+    else if (failure.reproduction) exploration.reproduction = { ...failure.reproduction, interleaved: true };
     exploration.counterexample = [
       alone.message
         ? `A history of ${alone.history.length} steps breaks the model (systematic phase, pattern ${failure.pattern.join(', ')}, run alone; every run tries it):`

@@ -7,6 +7,7 @@ import { REQUESTS_FOR_EVERY_THREE_STEP_PATTERN, searchSystematically } from '../
 import { pacerFor } from '../../src/sequences/pace';
 import type { Exploration } from '../../src/sequences/search';
 import { notVerifiable } from '../../src/checks/checks';
+import { composeHistory } from '../../src/reproduction/compose';
 
 /** The systematic phase's share of the rule's time and requests; the random histories have the rest. */
 const SYSTEMATIC_SHARE = 0.6;
@@ -14,7 +15,7 @@ const SYSTEMATIC_SHARE = 0.6;
 test(
   'histories of provisions, interacts, holds, owner stops, refused stops and simultaneous stops, every short one and then random ones, agree with a model of the specification',
   spec('sequences/random-histories'),
-  async ({ api, identities, settings, ledger, testId, sequenceSeeds, sequenceRuns: runs, check }, testInfo) => {
+  async ({ api, identities, settings, ledger, testId, sequenceSeeds, sequenceRuns: runs, requestTrace, check }, testInfo) => {
     // SEQUENCE_SECONDS is this rule's own: its test's timeout grows by it.
     testInfo.setTimeout(testInfo.timeout + settings.sequenceSeconds * 1000);
     const started = performance.now();
@@ -22,7 +23,7 @@ test(
     const pacer = pacerFor(api.coordination, identities.owner.team ?? identities.owner.name);
     const paced = pacer.client(api);
     const openSessions = () => new Sessions({ api: paced, identities, settings, ledger, testId, signal: api.signal });
-    const options = { api: paced, openSessions, identities, settings, pacer };
+    const options = { api: paced, openSessions, identities, settings, pacer, tracePosition: () => requestTrace.steps.length };
     const explored: Exploration[] = [];
     const systematic = await test.step(`run every short pattern of steps over one session (at most ${Math.round(SYSTEMATIC_SHARE * settings.sequenceSeconds)} s)`, () =>
       searchSystematically({ ...options, requests: settings.sequenceBudget * SYSTEMATIC_SHARE, until: started + SYSTEMATIC_SHARE * (until - started) }),
@@ -38,7 +39,7 @@ test(
       );
       explored.push(exploration);
     }
-    const figures = explored.map(({ counterexample, failure, unproratedCharge, declaredCharge, ...figure }) => ({ ...figure, ...(typeof figure.phase === 'number' ? { replay: `SEQUENCE_SEED=${figure.phase}` } : {}) }));
+    const figures = explored.map(({ counterexample, failure, unproratedCharge, declaredCharge, reproduction, chargeReproduction, ...figure }) => ({ ...figure, ...(typeof figure.phase === 'number' ? { replay: `SEQUENCE_SEED=${figure.phase}` } : {}) }));
     await testInfo.attach('sequence phases', { body: JSON.stringify(figures, null, 2), contentType: 'application/json' });
     const histories = explored.reduce((sum, exploration) => sum + exploration.histories, 0);
     const steps = explored.reduce((sum, exploration) => sum + exploration.steps, 0);
@@ -51,9 +52,14 @@ test(
       await testInfo.attach('shrunk history', { body: failed.counterexample!, contentType: 'text/plain' });
       console.log(failed.counterexample);
     }
-    await check('model', () => {
-      if (failed) throw new Error(`${failed.failure}\n${failed.counterexample}`);
-    });
+    // Its reproduction: the shrunk history again, judged by the named check its step failed.
+    await check(
+      'model',
+      () => {
+        if (failed) throw new Error(`${failed.failure}\n${failed.counterexample}`);
+      },
+      () => (failed?.reproduction ? composeHistory(requestTrace, failed.reproduction) : undefined),
+    );
     if (!explored.some((exploration) => exploration.durationsExamined > 0)) {
       testInfo.annotations.push({ type: 'note', description: 'no stop of a live session reported a sessionDurationMs: the model checked answers, not clocks' });
     }
@@ -63,10 +69,14 @@ test(
       testInfo.annotations.push({ type: 'note', description: "no history stopped a live session that reported a charge: the credits were not checked" });
     } else {
       const declared = explored.find((exploration) => exploration.declaredCharge)?.declaredCharge;
-      await check('credits', () => {
-        if (unprorated) throw new Error(unprorated.unproratedCharge);
-        if (declared) throw new DeclaredBehaviour(declared.message, declared.reason);
-      });
+      await check(
+        'credits',
+        () => {
+          if (unprorated) throw new Error(unprorated.unproratedCharge);
+          if (declared) throw new DeclaredBehaviour(declared.message, declared.reason);
+        },
+        () => (unprorated?.chargeReproduction ? composeHistory(requestTrace, unprorated.chargeReproduction) : undefined),
+      );
     }
     // Short order faults hide in 3-step patterns: a search that did not reach every one says so, and under STRICT proves nothing.
     if (!systematic.everyThreeStep) {
