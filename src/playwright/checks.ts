@@ -26,7 +26,7 @@ async function markKnownDeviation(testInfo: TestInfo, name: string, reason: stri
   await displayName(`[known deviation] ${testInfo.title}`);
 }
 
-function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>, declared: Declared, failures: Failure[]): Check {
+function createCheck(id: TestId, deviations: KnownDeviation[], reproduceDeviations: boolean, testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>, declared: Declared, failures: Failure[]): Check {
   const { checks } = entryOf(id);
   return async (name, judgement, reproduce) => {
     if (!checks.includes(name)) throw new RunError(`check "${name}" is not in the catalogue of ${id} (src/config/rules.ts)`);
@@ -42,6 +42,7 @@ function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInf
         if (error instanceof DeclaredBehaviour) {
           // The target did what its file states it does instead: recorded, and the test goes on.
           outcomes.set(name, 'deviated');
+          if (reproduceDeviations && typeof judgement !== 'function') failures.push(failureOf(name, judgement, error));
           declared.push({ name, message, reason: error.reason });
           await markKnownDeviation(testInfo, name, error.reason);
           return;
@@ -55,6 +56,7 @@ function createCheck(id: TestId, deviations: KnownDeviation[], testInfo: TestInf
           throw error;
         }
         outcomes.set(name, 'deviated');
+        if (reproduceDeviations && typeof judgement !== 'function') failures.push(failureOf(name, judgement, error));
         await markKnownDeviation(testInfo, name, reason);
         testInfo.fail(true, `Known deviation of this target: ${reason}`);
         throw new KnownDeviationError(`${id} › ${name}: ${reason}\n${message}`);
@@ -122,7 +124,7 @@ export const checkFixtures: Fixtures<{ testId: TestId; check: Check; reproductio
     const outcomes = new Map<string, 'passed' | 'deviated'>();
     const declared: Declared = [];
     const failures: Failure[] = [];
-    await use(createCheck(testId, settings.knownDeviations, testInfo, outcomes, declared, failures));
+    await use(createCheck(testId, settings.knownDeviations, settings.reproduceDeviations, testInfo, outcomes, declared, failures));
     // For the checks that judge the whole run: their reproductions are made of this test's requests.
     coordination.saveTrace(testId, trace.steps);
     if (failures.length) await reportFailures(settings, { testId, title: testInfo.title, trace, failures, folder: reproductionsFolder }, testInfo);

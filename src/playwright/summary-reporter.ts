@@ -81,7 +81,7 @@ export default class SummaryReporter implements Reporter {
       annotations: [...test.annotations, ...(result.annotations ?? [])],
     });
     const annotation = (type: string) => [...test.annotations, ...(result.annotations ?? [])].find((found) => found.type === type)?.description;
-    const [reproduction, curl] = outcome === 'fail' ? [annotation(REPRODUCTION), annotation('curl')] : [];
+    const [reproduction, curl] = outcome === 'fail' || outcome === 'known deviation' ? [annotation(REPRODUCTION), annotation('curl')] : [];
     this.records.set(id, { ...this.records.get(id)!, outcome, note: note && redact(note), ...(reproduction ? { reproduction } : {}), ...(curl ? { curl } : {}) });
     this.durations.set(id, result.duration);
     // Why, for anything but a pass: the first line of each error (the test's own, its teardown's), or of the note.

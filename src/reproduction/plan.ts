@@ -17,6 +17,8 @@ export interface ReproducedCheck {
   args: Serialized[];
   /** What it said in the run. */
   message: string;
+  /** A known deviation of the target (REPRODUCE_DEVIATIONS=1): its declared behaviour shows it too. */
+  deviation?: true;
 }
 
 export interface Plan {

@@ -66,7 +66,7 @@ export async function writeReproduction(settings: Settings, { testId, title, tra
     steps: composed ? (composed.composed!.steps as TraceStep[]) : trace.steps,
     checks: composed
       ? composed.composed!.checks.map(({ judge, args }) => ({ check: composed.check, judge, args: args as Serialized[], message: composed.message }))
-      : own.map(({ check, judge, call, message }) => ({ check, judge, args: call!.args.map((arg) => trace.serialize(arg)), message })),
+      : own.map(({ check, judge, call, message, outcome }) => ({ check, judge, args: call!.args.map((arg) => trace.serialize(arg)), message, ...(outcome === 'declared' ? { deviation: true as const } : {}) })),
     schemeWordIgnored: settings.declaredSchemeWord !== undefined,
     limits: { requestTimeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, backoffBudgetMs: settings.backoffBudgetMs },
   };
