@@ -50,7 +50,7 @@ test('without a declaration, a prorated charge passes and a whole-credit one fai
 });
 
 test('a declared ignored scheme word: accepted as the owner is the declared behaviour; refused, the declaration is stale; undeclared, it must be refused', async () => {
-  const { expectSchemeRefusal } = await import('../src/domain/named-checks');
+  const { expectSchemeRefusal } = await import('../src/domain/refusal-checks');
   const { authentication } = readKnownDeviations(path.join(ROOT, 'fixtures', 'known-deviations', 'firecrawl-production.json'));
   const answer = (status: number, body: object) => ({ method: 'DELETE', path: '/v2/scrape/x/interact', status, headers: {}, text: JSON.stringify(body), body, sentAt: 0, receivedAt: 1, attempts: 1 });
   const outcomeOf = (run: () => void) => {

@@ -42,8 +42,9 @@ test('the suite catches every faulty variant by its rule, passes every correct o
   // Every failed test's reproduction shows its variant's fault again and is quiet on the reference (the key scan above covers them).
   const reproduced = run.results.flatMap((r) => (r.reproduced ?? []).map((x) => ({ ...x, variant: r.variant.name })));
   const unfaithful = reproduced.filter((x) => x.onVariant !== 1 || x.onReference !== 0).map((x) => `${x.variant} ${x.test}: ${x.onVariant} on the variant, ${x.onReference} on the reference\n${x.output.slice(-1500)}`);
-  console.log(`${reproduced.length} reproductions replayed, of ${new Set(reproduced.map((x) => x.variant)).size} variants`);
+  console.log(`${reproduced.length} reproductions replayed, of ${new Set(reproduced.map((x) => x.variant)).size} variants, in ${((run.replayMs ?? 0) / 1000).toFixed(1)} s`);
   assert.deepEqual(unfaithful, [], 'reproductions that do not show their fault again, or show one on the reference');
+  assert.deepEqual(filesContaining(reproduced.map((x) => x.output).join('\n')), [], 'keys in what the reproductions printed');
   assert.ok(reproduced.length >= 40, `only ${reproduced.length} variants left a reproduction`);
   // One caught order fault, shrunk: its counterexample is short enough to read.
   const shrunk = run.results.find((r) => r.variant.name === 'revive-with-old-clock')!.tests.find((t) => t.id === 'sequences/random-histories')!;

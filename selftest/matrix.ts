@@ -45,6 +45,8 @@ export interface MatrixRun {
   /** Everything the Playwright runs printed. */
   log: string;
   durationMs: number;
+  /** Of which replaying the reproductions took. */
+  replayMs?: number;
 }
 
 export const ROOT = path.join(__dirname, '..');
@@ -139,6 +141,7 @@ export async function runMatrix(variants: Variant[], options: MatrixOptions = {}
     outputs: [...run.outputs, ...again.outputs],
     log: `${run.log}\n${again.log}`,
     durationMs: run.durationMs + again.durationMs,
+    replayMs: (run.replayMs ?? 0) + (again.replayMs ?? 0),
   };
 }
 
@@ -175,8 +178,9 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
       const problem = JSON.stringify(ran) === JSON.stringify(expected) ? undefined : `ran ${ran.length} tests of its rules where ${expected.length} were due: missing ${JSON.stringify(expected.filter((id) => !ran.includes(id)))}, twice ${JSON.stringify(ran.filter((id, i) => ran.indexOf(id) !== i))}, others ${JSON.stringify(ran.filter((id) => !expected.includes(id)))}`;
       return { variant, caughtBy, tests, activeSessions: servers[index].activeSessions().length, verdict: problem ? 'RUN ERROR' : judge(variant, tests, caughtBy), problem };
     });
+    const replayStarted = performance.now();
     if (reproductions) await replayReproductions(output, variants, results, reproductions);
-    return { results, outputs: [output], log, durationMs: performance.now() - started };
+    return { results, outputs: [output], log, durationMs: performance.now() - started, replayMs: performance.now() - replayStarted };
   } finally {
     // Playwright ran without the command, which would have removed the run's working folder.
     rmSync(runFolder(output), { recursive: true, force: true });
@@ -184,7 +188,8 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
   }
 }
 
-const REPLAYS_AT_ONCE = 6;
+/** Replays mostly wait (holds, pauses between steps): many run at once. */
+const REPLAYS_AT_ONCE = 16;
 
 /** How long the test the reproduction replays took in the run, from its first request to its last answer. */
 function recordedMs(file: string): number {

@@ -14,12 +14,16 @@ import { REPRODUCTIONS } from './reproduction/plan';
 
 const VERDICTS: Record<number, string> = { 0: 'FIXED', 1: 'STILL FAILING', 2: 'COULD NOT TELL' };
 
-function reproductionsIn(folder: string): string[] {
-  if (!existsSync(folder)) return [];
-  return readdirSync(folder, { recursive: true, encoding: 'utf8' })
-    .filter((name) => name.endsWith('.mjs'))
-    .map((name) => path.join(folder, name))
-    .sort();
+/** A run's reproductions: in its reports folder, and with --shards in each shard's folder and the rate-limit run's. */
+function reproductionsIn(reports: string): { id: string; file: string }[] {
+  const folders = [reports, ...readdirSync(reports).filter((name) => /^shard-\d+$/.test(name) || name === 'rate-limit').map((name) => path.join(reports, name))];
+  return folders.flatMap((folder) => {
+    const own = path.join(folder, REPRODUCTIONS);
+    if (!existsSync(own)) return [];
+    return readdirSync(own, { recursive: true, encoding: 'utf8' })
+      .filter((name) => name.endsWith('.mjs'))
+      .map((name) => ({ id: name.replace(/\.mjs$/, '').split(path.sep).join('/'), file: path.join(own, name) }));
+  }).sort((a, b) => a.file.localeCompare(b.file));
 }
 
 function runOne(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
@@ -43,7 +47,11 @@ export async function replay(argv: string[]): Promise<number> {
     return 2;
   }
   const reports = path.resolve(positionals[0] ?? settings.reportsDir);
-  const files = reproductionsIn(path.join(reports, REPRODUCTIONS));
+  if (!existsSync(reports)) {
+    console.error(`Configuration error:\n  - no reports folder at ${reports}: give the folder a run wrote its reports to`);
+    return 2;
+  }
+  const files = reproductionsIn(reports);
   if (!files.length) {
     console.log(`No reproductions in ${path.relative(process.cwd(), reports) || '.'}: its run failed no check that leaves one.`);
     return 0;
@@ -59,8 +67,7 @@ export async function replay(argv: string[]): Promise<number> {
   console.log(`Replaying ${files.length} reproduction(s) of ${path.relative(process.cwd(), reports) || '.'} against ${settings.embedded ? 'a fresh embedded reference' : settings.baseURL}`);
   let worst = 0;
   try {
-    for (const file of files) {
-      const id = path.relative(path.join(reports, REPRODUCTIONS), file).replace(/\.mjs$/, '').split(path.sep).join('/');
+    for (const { id, file } of files) {
       const { code, output } = await runOne(file, env);
       writeFileSync(file.replace(/\.mjs$/, '.replay.log'), output);
       const why = output.split('\n').find((line) => /^(FAILS|COULD NOT TELL)/.test(line));

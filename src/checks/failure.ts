@@ -39,6 +39,8 @@ export function answersOf(args: readonly unknown[]): AnswerSeen[] {
   const visit = (value: unknown) => {
     if (isAnswer(value)) found.add(value);
     else if (Array.isArray(value)) value.forEach(visit);
+    // A call of several named checks as one: their answers.
+    else if (value && typeof value === 'object' && Array.isArray((value as NamedCall).args)) (value as NamedCall).args.forEach(visit);
   };
   args.forEach(visit);
   return [...found].map(({ method, path, status }) => ({ method, path, status }));

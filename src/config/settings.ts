@@ -84,7 +84,7 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'BURST_API_KEY', default: 'fixture key; none with BASE_URL', meaning: "Key of a third team (optional, must differ). The burst then drains that team's limit and runs beside the other tests; without it, it drains the owner's and runs alone, last. Only for a target that limits per team." },
   { env: 'KNOWN_DEVIATIONS', flag: '--known-deviations', default: 'none', meaning: 'Known-deviations file of the target.' },
   { env: 'STRICT', flag: '--strict', default: '0', meaning: 'With 1, a test that cannot be verified fails the gate.' },
-  { env: 'REPRODUCE_DEVIATIONS', default: '0', meaning: "With 1, a test that ends as a known deviation leaves a reproduction too (reports/reproductions/), as a failed test always does: it shows the deviation against the specification's checks." },
+  { env: 'REPRODUCE_DEVIATIONS', default: '0', meaning: "With 1, a test that ends as a known deviation leaves a reproduction too (reports/reproductions/), as a failed test does: it shows the deviation against the specification's checks." },
   { env: 'REPORTS_DIR', flag: '--reports', default: 'reports', meaning: 'Folder of the reports and the ledger, relative to the working directory.' },
   { env: 'SCRAPE_URL', default: 'https://example.com', meaning: 'Page scraped to provision sessions.' },
   { env: 'BURST_REQUESTS', default: '2000', meaning: 'Most requests the rate-limit burst sends; it stops at its first 429 (once a stop of a live session was throttled too). More than twice what the target allows in one window, so that a burst split by a window boundary is still limited.' },

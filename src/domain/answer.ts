@@ -29,6 +29,9 @@ export const JSON_CONTENT_TYPE = /^application\/json\s*(;.*)?$/i;
 /** JSON, or a JSON-based type such as application/problem+json: the specification names no type for failures. */
 export const JSON_ERROR_CONTENT_TYPE = /^application\/([\w.-]+\+)?json\s*(;.*)?$/i;
 
+/** The job a request to a session's resource names. */
+export const JOB_OF_PATH = /^\/v2\/scrape\/([^/]+)\/interact$/;
+
 /** The session's resource: POST creates or uses it, DELETE stops it. */
 export const interactPath = (jobId: string) => `/v2/scrape/${jobId}/interact`;
 

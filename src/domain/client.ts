@@ -23,7 +23,7 @@ import { redact, redactAuthorization, redactHeaders } from '../http/redact';
 import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
 import type { Identity, Target } from './target';
-import { interactPath, type Answer, type JsonBody } from './answer';
+import { interactPath, JOB_OF_PATH, type Answer, type JsonBody } from './answer';
 
 export { interactPath, JSON_CONTENT_TYPE, JSON_ERROR_CONTENT_TYPE, summary, type Answer, type JsonBody } from './answer';
 
@@ -57,6 +57,8 @@ export interface SendOptions {
   giveUpOn429?: (attempt: number, answer: Answer) => Promise<boolean>;
   /** An interact that may open a session: its 429 may be a cap's, and teaches a rate only where its words say so. */
   opens?: boolean;
+  /** The interact that provisions a session (not one that uses or reopens it): for the test's trace. */
+  provisions?: true;
   /** Called just before each attempt is sent. */
   onAttempt?: () => void;
 }
@@ -67,7 +69,6 @@ const TELL_AFTER_MS = 5_000;
 /** Attachments past this size are cut, with a note saying how much was left out. */
 export const ATTACHMENT_LIMIT_BYTES = 64 * 1024;
 
-const JOB_OF_PATH = /^\/v2\/scrape\/([^/]+)\/interact$/;
 
 export interface ClientOptions {
   target: Target;

@@ -3,8 +3,8 @@
  * each step of the sequences model's histories. Registered with the others (named-checks.ts).
  */
 import { CREDIT_USAGE_PATH, judgeAccount, judgeAlone } from './account';
-import { summary, type Answer } from './answer';
-import { describeSettlement, distinctSettlements, isNewCharge, settlementOf, type Settled } from './settlements';
+import { JOB_OF_PATH, summary, type Answer } from './answer';
+import { describeSettlement, distinctSettlements, isNewCharge, settlementOf, settlingStop, type Settled } from './settlements';
 import { expectRefusal, expectRevealsNothing, ownerValuesOf } from './refusal-checks';
 import { durationVerdict, measuredInterval, type Tolerances } from './billing';
 import { RunError } from '../config/errors';
@@ -52,9 +52,9 @@ export const RUN_JUDGES = {
     expect(counts[429] ?? 0, `${reached}: at least BURST_PROOF_RATE (${burstProofRate} a second), more than a plan allows; the target does not rate-limit (for a plan that allows more, raise BURST_PROOF_RATE and BURST_REQUESTS). Statuses: ${JSON.stringify(counts)}`).toBeGreaterThan(0);
   },
   /** The stops of live sessions during a burst answer 429, or 200 if they got through; a 429 carries nothing of the session or its team. */
-  throttledRevealsNothing(stops: Answer[], who: string, throttled: Answer | undefined, sources: Answer[], teamValues: string[], askedJobId: string): Verdict {
-    for (const answer of stops) expect([200, 429], `the ${who}'s stop of its own session during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toContain(answer.status);
-    if (throttled) expectRevealsNothing(throttled, ownerValuesOf(sources, teamValues, askedJobId));
+  throttledRevealsNothing(stops: { answer: Answer; created: Answer; jobId: string }[], who: string, teamValues: string[]): Verdict {
+    for (const { answer } of stops) expect([200, 429], `the ${who}'s stop of its own session during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toContain(answer.status);
+    for (const { answer, created, jobId } of stops.filter((stop) => stop.answer.status === 429)) expectRevealsNothing(answer, ownerValuesOf([created], teamValues, jobId));
   },
   /**
    * Each job whose last interact was refused or failed holds no session: the sweep's stop of it
@@ -76,7 +76,10 @@ export const RUN_JUDGES = {
     const remaining = (answer: Answer) => answer.body?.data?.remainingCredits as number;
     if (![before, ...after].every((answer) => answer.status === 200 && typeof remaining(answer) === 'number')) return { notVerifiable: `the account could not be read (${CREDIT_USAGE_PATH})` };
     const jobs = new Map<string, Answer[]>();
-    for (const stop of stops) jobs.set(stop.path.toLowerCase(), [...(jobs.get(stop.path.toLowerCase()) ?? []), stop]);
+    for (const stop of stops) {
+      const job = (JOB_OF_PATH.exec(stop.path)?.[1] ?? stop.path).toLowerCase();
+      jobs.set(job, [...(jobs.get(job) ?? []), stop]);
+    }
     const settlements = [...jobs].map(([jobId, answers]) => ({ jobId, settled: distinctSettlements(answers), reports: answers.filter((answer) => settlementOf(answer)).length }));
     const prices = scrapes.map((scrape) => scrape.body?.data?.metadata?.creditsUsed);
     const spending = { settlements, scrapes: { count: scrapes.length, credits: prices.filter((price) => typeof price === 'number').reduce((sum, price) => sum + price, 0), unpriced: prices.filter((price) => typeof price !== 'number').length } };
@@ -96,7 +99,8 @@ export const RUN_JUDGES = {
     expect(isNewCharge(answer, ended), 'a stopped session is never charged again: an answer may repeat its settlement, never make another').toBe(false);
   },
   /** The model: the owner's stop of a live session answers 200 with a stop result, its duration within the interval from the interact that began it. */
-  modelLiveStop(answer: Answer, began: Answer, tolerances: Tolerances): Verdict {
+  modelLiveStop(stops: Answer | Answer[], began: Answer, tolerances: Tolerances): Verdict {
+    const answer = settlingStop(stops);
     expect(answer.status, 'status').toBe(200);
     expect(answer.body).toMatchSchema('stop-result');
     durationVerdict(answer.body, measuredInterval({ created: began }, answer), tolerances);

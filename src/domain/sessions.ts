@@ -270,7 +270,7 @@ export class Sessions {
     // A job the target writes after answering its scrape (the hosted service does) may not be found at once: 404 is tried again, PROVISIONING_RACE_MS at most.
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
       opening = openingOf(this.options, owner, jobId, true);
-      interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true }).catch((error) => {
+      interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true, provisions: true }).catch((error) => {
         opening.ended();
         throw error;
       });

@@ -9,13 +9,14 @@ import type { KnownDeviation } from '../config/deviations';
 import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from '../config/errors';
 import { entryOf, reportGroupOf, RULES, ruleOf, testIdOf, type TestId } from '../config/rules';
 import type { Settings } from '../config/settings';
-import { notVerifiable, type Check } from '../checks/checks';
+import { notVerifiable, type Check, type ComposedReproduction } from '../checks/checks';
 import { failureOf, type Failure } from '../checks/failure';
 import { runCheck } from '../domain/named-checks';
 import { redact } from '../http/redact';
 import type { Trace } from '../reproduction/trace';
 import type { Coordination } from '../coordination/coordination';
-import { curlLine, REPRODUCTION, writeReproduction, type Reproducible } from '../reproduction/write';
+import { REPRODUCTION } from '../reproduction/plan';
+import { curlLine, writeReproduction, type Reproducible } from '../reproduction/write';
 
 /** The declared behaviours a test met, each with its reason: the test ends as a known deviation once its checks are done. */
 type Declared = { name: string; message: string; reason: string }[];
@@ -51,7 +52,7 @@ function createCheck(id: TestId, deviations: KnownDeviation[], reproduceDeviatio
         const reason = deviation && !(error instanceof RunError) && (!deviation.message || deviation.message.test(message)) ? deviation.reason : undefined;
         if (reason === undefined) {
           const call = typeof judgement === 'function' ? undefined : judgement;
-          const composed = reproduce && !(error instanceof RunError) ? reproduce() : undefined;
+          const composed = reproduce && !(error instanceof RunError) ? composedOrNote(reproduce, testInfo) : undefined;
           if ((call || composed) && !(error instanceof RunError)) failures.push(failureOf(name, call, error, composed));
           throw error;
         }
@@ -64,6 +65,16 @@ function createCheck(id: TestId, deviations: KnownDeviation[], reproduceDeviatio
     }, { box: true });
     if (unverifiable) notVerifiable(unverifiable);
   };
+}
+
+/** A composed reproduction, or, where composing it failed, a note saying so: never in place of the check's own failure. */
+function composedOrNote(reproduce: () => ComposedReproduction | undefined, testInfo: TestInfo): ComposedReproduction | undefined {
+  try {
+    return reproduce();
+  } catch (error) {
+    testInfo.annotations.push({ type: 'note', description: `no reproduction: ${redact(String((error as Error).message))}` });
+    return undefined;
+  }
 }
 
 /**

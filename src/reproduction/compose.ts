@@ -15,8 +15,6 @@ export function stepsOfJob(steps: TraceStep[], jobId: string): TraceStep[] {
   return steps.filter((step) => step.createdJob?.toLowerCase() === job || step.path.toLowerCase().includes(job));
 }
 
-const JOB_OF_PATH = /^\/v2\/scrape\/([^/]+)\/interact$/;
-
 /** A pause between parts taken from different traces. */
 const BETWEEN_PARTS_MS = 100;
 
@@ -62,7 +60,10 @@ export function composeLeaks(leaks: Leak[], own: Trace, traceOf: (test: string) 
     const creator = test ? traceOf(test) : undefined;
     const seq = own.stepOf(stop);
     if (!creator || seq === undefined) return undefined;
-    parts.push(stepsOfJob(creator, jobId), [own.steps[seq]]);
+    const part = stepsOfJob(creator, jobId);
+    // Without the interact that was refused (one never answered is not in the trace), there is nothing to replay.
+    if (!lastInteract(part, (step) => step).interact) return undefined;
+    parts.push(part, [own.steps[seq]]);
   }
   const { steps, seqOf } = composeSteps(parts);
   const found = leaks.map(({ jobId }, index) => ({
@@ -111,11 +112,9 @@ export function composeAccount(parts: TraceStep[][], settleMs: number, alone = f
  * The reproduction of the sequences rule: the failing history's part of the test's trace (from its
  * provisioning to the step that broke the model), and the named check that step failed.
  */
-export function composeHistory(own: Trace, { call, from, to, interleaved }: { call: NamedCall; from: number; to: number; interleaved?: true }): ComposedReproduction | undefined {
-  const part = own.steps.slice(from, to);
-  // Beside other histories: only the requests that concern the jobs the failed check judged.
-  const jobs = [...new Set(JSON.stringify(call.args.map((arg) => own.serialize(arg))).match(/"\$answer":\d+/g) ?? [])].map((ref) => own.steps[Number(ref.split(':')[1])]?.path.match(JOB_OF_PATH)?.[1]).filter((job): job is string => !!job);
-  const { steps, seqOf } = composeSteps([interleaved ? jobs.flatMap((job) => stepsOfJob(part, job)).sort((a, b) => a.seq - b.seq).filter((step, index, all) => all.indexOf(step) === index) : part]);
+export function composeHistory(own: Trace, { call, from, to }: { call: NamedCall; from: number; to: number }): ComposedReproduction | undefined {
+  // All of it, other histories' requests too where they ran beside it: the fault may need them.
+  const { steps, seqOf } = composeSteps([own.steps.slice(from, to)]);
   let outside = false;
   const local = (value: Serialized): Serialized => {
     if (Array.isArray(value)) return value.map(local);

@@ -42,7 +42,3 @@ function matchers(actual: any, message: string | undefined, negated: boolean) {
 export function expect(actual: unknown, message?: string) {
   return { ...matchers(actual, message, false), not: matchers(actual, message, true) };
 }
-
-export function checkQuickly(checks: () => void): void {
-  checks();
-}

@@ -1,4 +1,5 @@
 /** The entry of a reproduction script: its plan is written above the bundle as `PLAN`. */
+import { redact } from '../http/redact';
 import { reproduce } from './runner';
 import type { Plan } from './plan';
 
@@ -7,7 +8,7 @@ declare const PLAN: Plan;
 reproduce(PLAN).then(
   (code) => process.exit(code),
   (error: Error) => {
-    console.error(`COULD NOT TELL: the reproduction itself failed: ${error.message}`);
+    console.error(`COULD NOT TELL: the reproduction itself failed: ${redact(error.message)}`);
     process.exit(2);
   },
 );

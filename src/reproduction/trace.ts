@@ -17,8 +17,10 @@ export interface TraceStep {
   connection?: number;
   pooled?: true;
   on429: 'retry' | 'once' | 'return-last';
-  /** Opens a session: a 404 just after the scrape is a provisioning race, tried again. */
-  opens?: true;
+  /** The interact that provisions a test's session: a 404 just after the scrape is a race, tried again; anything but 200 leaves nothing to reproduce. */
+  provisions?: true;
+  /** A provisioning attempt a later one retried: not sent again. */
+  superseded?: true;
   /** On the test's clock (ms): when the request left and when its whole answer was in. */
   sentAt: number;
   receivedAt: number;
@@ -37,6 +39,9 @@ export class Trace {
   private readonly origin = performance.now();
 
   record(answer: Answer, request: SendOptions): void {
+    // A provisioning interact tried again after a 404 (the job not found yet): the reproduction retries on its own, as the run did.
+    const retried = request.provisions ? [...this.steps].reverse().find((step) => step.provisions && step.path === answer.path && step.status === 404 && !step.superseded) : undefined;
+    if (retried) retried.superseded = true;
     const seq = this.steps.length;
     this.seqOf.set(answer, seq);
     let connection: number | undefined;
@@ -50,11 +55,11 @@ export class Trace {
       method: answer.method,
       path: answer.path,
       ...(request.data === undefined ? {} : { data: request.data }),
-      as: request.as.role ?? 'owner',
+      as: request.as.role ?? 'unknown caller',
       ...(connection === undefined ? {} : { connection }),
       ...(request.pooled ? { pooled: true as const } : {}),
       on429: request.on429 ?? (request.as.withoutValidKey ? 'once' : 'retry'),
-      ...(request.opens ? { opens: true as const } : {}),
+      ...(request.provisions ? { provisions: true as const } : {}),
       sentAt: +(answer.sentAt - this.origin).toFixed(1),
       receivedAt: +(answer.receivedAt - this.origin).toFixed(1),
       status: answer.status,

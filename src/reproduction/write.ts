@@ -11,8 +11,6 @@ import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
 import { redact } from '../http/redact';
 import { reproductionFile, type Plan } from './plan';
-
-export { REPRODUCTION } from './plan';
 import type { Serialized, Trace, TraceStep } from './trace';
 
 
@@ -74,7 +72,7 @@ export async function writeReproduction(settings: Settings, { testId, title, tra
   const text = [
     `// Reproduction of ${testId}: ${title}`,
     '// The same requests, by the same callers, with the same pauses, then the same checks with the same bounds.',
-    `// Run it: BASE_URL=<target> API_KEY=<key> FOREIGN_API_KEY=<other team's key> node ${path.relative(settings.reportsDir, file)}`,
+    `// Run it: BASE_URL=<target> API_KEY=<key> FOREIGN_API_KEY=<other team's key>${plan.steps.some((step) => step.as === 'burst') ? ' BURST_API_KEY=<third team\'s key>' : ''} node ${path.basename(file)}`,
     '// Node 18 or later, no packages. Exit 1: the fault shows; 0: it does not; 2: could not tell.',
     '// Every reproduction of a run: npx stop-session-conformance replay <reports folder>',
     `const PLAN = ${JSON.stringify(plan, null, 1)};`,

@@ -45,8 +45,7 @@ export interface Exploration {
 /** A history that broke the model: the disagreement, and (where a named check failed) what its reproduction replays. */
 export interface HistoryFailure {
   message: string;
-  /** `interleaved`: other histories' requests are in that part of the trace too. */
-  reproduction?: { call: NamedCall; from: number; to: number; interleaved?: true };
+  reproduction?: { call: NamedCall; from: number; to: number };
 }
 
 export interface ExploreOptions {

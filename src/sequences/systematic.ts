@@ -151,7 +151,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     exploration.failure = shown.message;
     // The history run alone has a part of the trace of its own; one run beside others shares it with them.
     if (alone.reproduction) exploration.reproduction = alone.reproduction;
-    else if (failure.reproduction) exploration.reproduction = { ...failure.reproduction, interleaved: true };
+    else if (failure.reproduction) exploration.reproduction = failure.reproduction;
     exploration.counterexample = [
       alone.message
         ? `A history of ${alone.history.length} steps breaks the model (systematic phase, pattern ${failure.pattern.join(', ')}, run alone; every run tries it):`

@@ -76,7 +76,7 @@ test(
     const throttled = stops.find((stop) => stop.answer.status === 429);
     await check(
       'throttled-reveals-nothing',
-      judge.throttledRevealsNothing(stops.map((stop) => stop.answer), team.name, throttled?.answer, throttled ? [throttled.session.created] : [], teamValues, throttled?.session.jobId ?? ''),
+      judge.throttledRevealsNothing(stops.map(({ answer, session }) => ({ answer, created: session.created, jobId: session.jobId })), team.name, teamValues),
     );
 
     const recovery = recovered ?? (await recover());
