@@ -23,13 +23,14 @@ const BETWEEN_PARTS_MS = 100;
  * each part's clock moved to begin after the last, connections kept apart. `seqOf(part, seq)` is
  * where a step of a part went.
  */
-export function composeSteps(parts: TraceStep[][]): { steps: TraceStep[]; seqOf: (part: number, seq: number) => number } {
+export function composeSteps(parts: TraceStep[][], pauseBefore: (part: number) => number = () => BETWEEN_PARTS_MS): { steps: TraceStep[]; seqOf: (part: number, seq: number) => number } {
   const steps: TraceStep[] = [];
   const moved = parts.map(() => new Map<number, number>());
   let clock = 0;
   let connections = 0;
   parts.forEach((part, index) => {
     if (!part.length) return;
+    if (steps.length) clock += pauseBefore(index) - BETWEEN_PARTS_MS;
     const shift = clock - part[0].sentAt;
     const base = connections;
     for (const step of part) {
@@ -81,6 +82,9 @@ function lastInteract(part: TraceStep[], seqOf: (seq: number) => number): { inte
   return last ? { interact: { $answer: seqOf(last.seq) } } : {};
 }
 
+/** How long charges queued behind the stops get to land before the account is read again (the hosted service's land about 1.5 s late). */
+const ACCOUNT_LANDING_MS = 2_500;
+
 /** A reading of the owner's account, where a part begins without one. */
 export const ACCOUNT_READING: TraceStep = { seq: 0, method: 'GET', path: CREDIT_USAGE_PATH, as: 'owner', on429: 'once', sentAt: 0, receivedAt: 1, status: 200 };
 
@@ -90,7 +94,10 @@ export const ACCOUNT_READING: TraceStep = { seq: 0, method: 'GET', path: CREDIT_
  * judged by `accountCharged` with the run's ACCOUNT_SETTLE_MS.
  */
 export function composeAccount(parts: TraceStep[][], settleMs: number, alone = false): ComposedReproduction | undefined {
-  const { steps } = composeSteps(parts);
+  // The readings after the sessions wait as long as the run's did, and at least as long as charges queued behind them may take to land.
+  const readings = parts.at(-1) ?? [];
+  const waited = readings.length ? Math.max(...readings.map((step) => step.receivedAt)) - readings[0].sentAt : 0;
+  const { steps } = composeSteps(parts, (part) => (part === parts.length - 1 && !alone ? Math.max(ACCOUNT_LANDING_MS, waited) : BETWEEN_PARTS_MS));
   const reading = (step: TraceStep) => step.path === CREDIT_USAGE_PATH;
   const first = steps.findIndex((step) => !reading(step));
   const last = steps.length - 1 - [...steps].reverse().findIndex((step) => !reading(step));

@@ -77,7 +77,9 @@ test(
     testInfo.annotations.push({ type: 'note', description: verdict.message });
     // Its reproduction: the requests of the sessions charged again, between two readings of the account.
     const readings = requestTrace.steps.filter((step) => step.path === CREDIT_USAGE_PATH);
-    const charged = () => [[ACCOUNT_READING], ...(verdict.jobs ?? []).map((jobId) => stepsOfJob(coordination.loadTrace<TraceStep>(ledger.creatorOf(api.target.baseURL, jobId) ?? '') ?? [], jobId)), readings];
+    // Each job's requests in the test that created it, then in the sweep for leaks (which may have stopped a session opened there).
+    const partsOf = (jobId: string) => [ledger.creatorOf(api.target.baseURL, jobId) ?? '', 'stop-is-final/no-leaks'].map((test) => stepsOfJob(coordination.loadTrace<TraceStep>(test) ?? [], jobId));
+    const charged = () => [[ACCOUNT_READING], ...(verdict.jobs ?? []).flatMap(partsOf), readings];
     await check('charged-as-settled', () => expect(verdict.outcome, verdict.message).toBe('pass'), () => (verdict.jobs ? composeAccount(charged(), settings.accountSettleMs) : undefined));
   },
 );
