@@ -6,7 +6,7 @@
  */
 import type { ComposedReproduction, NamedCall } from '../checks/checks';
 import { CREDIT_USAGE_PATH } from '../domain/account';
-import type { Answer } from '../domain/answer';
+import { JOB_OF_PATH, type Answer } from '../domain/answer';
 import type { Serialized, Trace, TraceStep } from './trace';
 
 /** A job's part of a trace: the scrape that created it and every request that names it. */
@@ -23,7 +23,7 @@ const BETWEEN_PARTS_MS = 100;
  * each part's clock moved to begin after the last, connections kept apart. `seqOf(part, seq)` is
  * where a step of a part went.
  */
-export function composeSteps(parts: TraceStep[][], pauseBefore: (part: number) => number = () => BETWEEN_PARTS_MS): { steps: TraceStep[]; seqOf: (part: number, seq: number) => number } {
+export function composeSteps(parts: TraceStep[][], pauseBefore: (part: number) => number = () => BETWEEN_PARTS_MS): { steps: TraceStep[]; seqOf: (part: number, seq: number) => number | undefined } {
   const steps: TraceStep[] = [];
   const moved = parts.map(() => new Map<number, number>());
   let clock = 0;
@@ -40,7 +40,7 @@ export function composeSteps(parts: TraceStep[][], pauseBefore: (part: number) =
     }
     clock = Math.max(...steps.map((step) => step.receivedAt)) + BETWEEN_PARTS_MS;
   });
-  return { steps, seqOf: (part, seq) => moved[part].get(seq)! };
+  return { steps, seqOf: (part, seq) => moved[part].get(seq) };
 }
 
 /** A job the no-leaks sweep found a session on, and the test that created it. */
@@ -66,7 +66,10 @@ export function composeLeaks(leaks: Leak[], own: Trace, traceOf: (test: string) 
     if (!lastInteract(part, (step) => step).interact) return undefined;
     parts.push(part, [own.steps[seq]]);
   }
-  const { steps, seqOf } = composeSteps(parts);
+  const composed = composeSteps(parts);
+  // Every step of these parts is in the plan.
+  const seqOf = (part: number, seq: number) => composed.seqOf(part, seq)!;
+  const { steps } = composed;
   const found = leaks.map(({ jobId }, index) => ({
     jobId,
     ...lastInteract(parts[2 * index], (seq) => seqOf(2 * index, seq)),
@@ -120,15 +123,18 @@ export function composeAccount(parts: TraceStep[][], settleMs: number, alone = f
  * provisioning to the step that broke the model), and the named check that step failed.
  */
 export function composeHistory(own: Trace, { call, from, to }: { call: NamedCall; from: number; to: number }): ComposedReproduction | undefined {
-  // All of it, other histories' requests too where they ran beside it: the fault may need them.
-  const { steps, seqOf } = composeSteps([own.steps.slice(from, to)]);
+  // All of it, other histories' requests too where they ran beside it (the fault may need them), but those on jobs created before it began: they cannot be replayed.
+  const part = own.steps.slice(from, to);
+  const created = new Set(part.flatMap((step) => (step.createdJob ? [step.createdJob.toLowerCase()] : [])));
+  const { steps, seqOf } = composeSteps([part.filter((step) => !JOB_OF_PATH.test(step.path) || created.has(JOB_OF_PATH.exec(step.path)![1].toLowerCase()))]);
   let outside = false;
   const local = (value: Serialized): Serialized => {
     if (Array.isArray(value)) return value.map(local);
     if (value && typeof value === 'object') {
       if ('$answer' in value && typeof value.$answer === 'number') {
-        outside ||= value.$answer < from || value.$answer >= to;
-        return { $answer: outside ? -1 : seqOf(0, value.$answer) };
+        const seq = seqOf(0, value.$answer);
+        outside ||= seq === undefined;
+        return { $answer: seq ?? -1 };
       }
       return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, local(item as Serialized)]));
     }
