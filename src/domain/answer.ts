@@ -1,5 +1,7 @@
 /** One answer of the target as tests see it, and how assertion messages name it. */
+import type { RawAnswer } from '../http/exchange';
 import type { Refusal } from '../http/limits';
+import { redact, redactHeaders } from '../http/redact';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type JsonBody = Record<string, any> | undefined;
@@ -38,4 +40,17 @@ export const interactPath = (jobId: string) => `/v2/scrape/${jobId}/interact`;
 /** One line naming an answer and the start of its body, for assertion messages. */
 export function summary(answer: Answer): string {
   return `${answer.method} ${answer.path} answered ${answer.status}: ${answer.text.replace(/\s+/g, ' ').slice(0, 300)}`;
+}
+
+/** An exchange's answer as tests see it: redacted, its body parsed when it is a JSON object or array. */
+export function answerOf(raw: RawAnswer, method: string, path: string, attempts: number, onConnection: boolean): Answer {
+  const text = redact(raw.body.toString('utf8'));
+  let body: JsonBody;
+  try {
+    const parsed = JSON.parse(text);
+    body = parsed !== null && typeof parsed === 'object' ? parsed : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { method, path, status: raw.status, headers: redactHeaders(raw.headers), text, body, sentAt: raw.sentAt, receivedAt: raw.receivedAt, attempts, ...(onConnection ? { reusedConnection: raw.reused } : {}) };
 }

@@ -19,11 +19,11 @@ import type { Coordination } from '../coordination/coordination';
 import { limiterOf, marginMs, type Schedule } from '../coordination/schedule';
 import type { Ledger } from './ledger';
 import { settlementOf } from './settlements';
-import { redact, redactAuthorization, redactHeaders } from '../http/redact';
+import { redact, redactAuthorization } from '../http/redact';
 import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
 import type { Identity, Target } from './target';
-import { interactPath, JOB_OF_PATH, type Answer, type JsonBody } from './answer';
+import { answerOf, interactPath, JOB_OF_PATH, type Answer } from './answer';
 
 export { interactPath, JSON_CONTENT_TYPE, JSON_ERROR_CONTENT_TYPE, summary, type Answer, type JsonBody } from './answer';
 
@@ -262,15 +262,7 @@ async function sendOnce({ target, settings, endsRunOnHang, coordination }: Clien
     if (endsRunOnHang && !pooled && !signal.aborted && (TIMED_OUT.test(failure.message) || /ECONNREFUSED/.test(failure.message))) coordination?.markHang(failure.message);
     throw failure;
   }
-  const text = redact(raw.body.toString('utf8'));
-  let body: JsonBody;
-  try {
-    const parsed = JSON.parse(text);
-    body = parsed !== null && typeof parsed === 'object' ? parsed : undefined;
-  } catch {
-    body = undefined;
-  }
-  return { method, path, status: raw.status, headers: redactHeaders(raw.headers), text, body, sentAt: raw.sentAt, receivedAt: raw.receivedAt, attempts, ...(agent ? { reusedConnection: raw.reused } : {}) };
+  return answerOf(raw, method, path, attempts, agent !== undefined);
 }
 
 /** The owner's stop that ended a session, and every settlement a stop reported, go in the ledger; the exchange goes in the report. */

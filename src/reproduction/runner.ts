@@ -11,8 +11,8 @@ import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { exchange } from '../http/exchange';
 import { retryDelayMs } from '../http/limits';
-import { redact, redactHeaders, registerSecret } from '../http/redact';
-import { interactPath, JOB_OF_PATH, type Answer, type JsonBody } from '../domain/answer';
+import { redact, registerSecret } from '../http/redact';
+import { answerOf, interactPath, JOB_OF_PATH, type Answer } from '../domain/answer';
 import { callersFor, nearMissesOf, type Identity } from '../domain/callers';
 import { runCheck, type CheckCall } from '../domain/named-checks';
 import type { Plan } from './plan';
@@ -63,15 +63,7 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
       const raw = await exchange(baseURL + path, { method: step.method, headers: as.authorization === undefined ? {} : { authorization: as.authorization }, data: step.data, timeoutMs: plan.limits.requestTimeoutMs, maxBodyBytes: plan.limits.maxBodyBytes, agent }).catch((error) => {
         throw new CouldNotTell(`${step.method} ${path} failed: ${redact(String((error as Error).message))}`);
       });
-      const text = redact(raw.body.toString('utf8'));
-      let body: JsonBody;
-      try {
-        const parsed = JSON.parse(text);
-        body = parsed !== null && typeof parsed === 'object' ? parsed : undefined;
-      } catch {
-        body = undefined;
-      }
-      const answer: Answer = { method: step.method, path, status: raw.status, headers: redactHeaders(raw.headers), text, body, sentAt: raw.sentAt, receivedAt: raw.receivedAt, attempts: attempt, ...(agent ? { reusedConnection: raw.reused } : {}) };
+      const answer = answerOf(raw, step.method, path, attempt, agent !== undefined);
       if (answer.status !== 429 || step.on429 === 'once') return answer;
       const wait = retryDelayMs(attempt, answer.headers['retry-after'], Math.random, performance.now() - started);
       if (performance.now() - started + wait > plan.limits.backoffBudgetMs) {
