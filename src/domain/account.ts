@@ -25,8 +25,8 @@ type AccountSettings = Pick<Settings, 'accountCheck' | 'accountSettleMs' | 'requ
 
 /** The team's remaining credits, or why the counter cannot be read. */
 export async function readCredits(api: Client, as: Identity): Promise<{ remaining: number } | { unavailable: string }> {
-  // A 429 is an answer here: the counter is read a few times a run, never waited for.
-  const answer = await api.send({ method: 'GET', path: CREDIT_USAGE_PATH, as, attach: false, on429: 'once' });
+  // A team's limit may cover this read too: a 429 is waited out (within BACKOFF_BUDGET_MS), then taken as the answer.
+  const answer = await api.send({ method: 'GET', path: CREDIT_USAGE_PATH, as, attach: false, on429: 'return-last' });
   const remaining = answer.body?.data?.remainingCredits;
   if (answer.status === 200 && typeof remaining === 'number' && Number.isFinite(remaining)) return { remaining };
   return { unavailable: `GET ${CREDIT_USAGE_PATH} answered ${answer.status}${answer.status === 200 ? ' without a number in data.remainingCredits' : ''}` };
