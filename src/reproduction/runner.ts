@@ -189,6 +189,7 @@ function revive(value: Serialized, answers: Answer[], replace: (text: string) =>
   if (Array.isArray(value)) return value.map((item) => revive(item, answers, replace));
   if (value && typeof value === 'object') {
     if ('$answer' in value && typeof value.$answer === 'number') return answers[value.$answer];
+    if ('$undefined' in value) return undefined;
     return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, revive(item as Serialized, answers, replace)]));
   }
   return value;

@@ -29,7 +29,7 @@ export interface TraceStep {
   createdJob?: string;
 }
 
-export type Serialized = string | number | boolean | null | { $answer: number } | Serialized[] | { [key: string]: Serialized };
+export type Serialized = string | number | boolean | null | { $answer: number } | { $undefined: true } | Serialized[] | { [key: string]: Serialized };
 
 export class Trace {
   readonly steps: TraceStep[] = [];
@@ -75,7 +75,8 @@ export class Trace {
   /** A check's arguments as data: answers by their step, plain values as they are; anything else (a caller, a client) is refused. */
   serialize(value: unknown): Serialized {
     if (value === null || ['string', 'number', 'boolean'].includes(typeof value)) return value as Serialized;
-    if (value === undefined) return null;
+    // An argument left out stays left out (JSON has no undefined).
+    if (value === undefined) return { $undefined: true };
     if (Array.isArray(value)) return value.map((item) => this.serialize(item));
     if (typeof value === 'object') {
       const seq = this.seqOf.get(value as Answer);
