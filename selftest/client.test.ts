@@ -9,9 +9,9 @@ import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { tempDir } from './temp';
 import { setTimeout as sleep } from 'node:timers/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { createClient, type Client } from '../src/domain/client';
 import { Coordination } from '../src/coordination/coordination';
@@ -196,7 +196,7 @@ test('a request waiting after 429 goes before fresh ones from other clients of t
     served.push(String(req.headers.authorization).replace('Bearer ', ''));
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"success":false,"error":"x"}');
   });
-  const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'queue-'));
+  const reportsDir = tempDir('queue-');
   const client = () => createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 2_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000 }, coordination: new Coordination(reportsDir, server.url) });
   const [a, b] = [client(), client()];
   // One team (the queue is per identity); the server tells the requests apart by their tokens.
@@ -253,7 +253,7 @@ test("while another process's burst sends, a request waits for it; the burst wai
     if (req.url === '/slow') release = answer;
     else answer();
   });
-  const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'quiet-'));
+  const reportsDir = tempDir('quiet-');
   const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000 }, coordination: new Coordination(reportsDir, server.url) });
   const send = (to: string) => client.send({ method: 'DELETE', path: to, as: { name: 'owner team', authorization: 'Bearer x' } });
   try {
@@ -312,7 +312,7 @@ test('answers reach a test redacted: a key the server echoes in its body or head
 });
 
 test('in the ledger, only a stop by the team that created a job ends it', () => {
-  const ledger = new Ledger(path.join(mkdtempSync(path.join(os.tmpdir(), 'ledger-')), 'ledger.jsonl'));
+  const ledger = new Ledger(path.join(tempDir('ledger-'), 'ledger.jsonl'));
   const target = 'http://127.0.0.1:1';
   ledger.created({ target, embedded: false, jobId: 'job-a', identity: 'burst team' });
   ledger.ended({ target, jobId: 'job-a', identity: 'owner team', status: 404 });
@@ -324,7 +324,7 @@ test('in the ledger, only a stop by the team that created a job ends it', () => 
 });
 
 test('in the ledger, the sessions that may have been live while an interact was refused: what the target held then at most, and no more', async () => {
-  const ledger = new Ledger(path.join(mkdtempSync(path.join(os.tmpdir(), 'ledger-')), 'ledger.jsonl'));
+  const ledger = new Ledger(path.join(tempDir('ledger-'), 'ledger.jsonl'));
   const target = 'http://127.0.0.1:1';
   const event = (jobId: string, what: 'opening' | 'live' | 'not-opened' | 'maybe-open' | 'ended', identity = 'owner team') =>
     what === 'ended' ? ledger.ended({ target, jobId, identity, status: 200 }) : ledger.session(what, { target, jobId, identity });

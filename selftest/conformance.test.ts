@@ -6,10 +6,9 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { createReferenceServer, type Behaviour, type ReferenceOptions, type ReferenceState } from '../reference/server';
@@ -18,11 +17,11 @@ import type { Summary } from '../src/report/verdict';
 import { channel, runFolder } from '../src/coordination/run-folder';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
 import { filesContaining, SECRETS } from './secrets';
+import { tempDir } from './temp';
 import { capsSessions, correctVariants, faultyVariants, orderFaults } from './variants';
 import { olderProduction, today } from './production';
 
 const BIN = path.join(ROOT, 'bin', 'stop-session-conformance.js');
-const tempDir = (prefix: string) => mkdtempSync(path.join(os.tmpdir(), prefix));
 
 /** Runs the command with its own reports folder; returns its exit code, output and summary. The Allure HTML report only when `allure`. */
 async function conformance(args: string[], env: Record<string, string> = {}, { viaNpm = false, allure = viaNpm }: { viaNpm?: boolean; allure?: boolean } = {}) {

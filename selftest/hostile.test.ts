@@ -10,9 +10,9 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { tempDir } from './temp';
 import type http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
@@ -99,7 +99,7 @@ const rows: Row[] = [];
 
 /** The command, started in its own process group with its own reports folder, against `server`. */
 function start(server: ReferenceServer, args: string[], settings: Record<string, string> = SHORT) {
-  const reports = mkdtempSync(path.join(os.tmpdir(), 'hostile-'));
+  const reports = tempDir('hostile-');
   const env = isolatedEnv({ REPORTS_DIR: reports, BASE_URL: server.url, API_KEY: SECRETS[0], FOREIGN_API_KEY: SECRETS[1], ...settings });
   const started = performance.now();
   // No Allure HTML report: these cases check the verdict, the output and the ledger.

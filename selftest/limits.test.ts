@@ -4,9 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { tempDir } from './temp';
 import { readRefusal } from '../src/http/limits';
 import { scheduleFor } from '../src/coordination/schedule';
 import { parseRate } from '../src/config/rates';
@@ -32,7 +30,7 @@ test('RATE_LIMIT values: requests over a window', () => {
   for (const wrong of ['10', '0/min', '10/minute', 'ten/min', '10/0s']) assert.equal(parseRate(wrong), undefined, wrong);
 });
 
-const fresh = (limiter: 'interact' | 'scrape' = 'interact') => scheduleFor(mkdtempSync(path.join(os.tmpdir(), 'schedule-')), 'http://target', 'owner', limiter);
+const fresh = (limiter: 'interact' | 'scrape' = 'interact') => scheduleFor(tempDir('schedule-'), 'http://target', 'owner', limiter);
 const signal = new AbortController().signal;
 
 test("a refusal that names its window teaches the rate: the limiter's own count where it gives one, else the requests that got through in the window", () => {

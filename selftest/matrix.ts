@@ -5,8 +5,8 @@
  * so an error of the run is never mistaken for a catch.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tempDir } from './temp';
 import path from 'node:path';
 import { createReferenceServer, loadTeams, type ReferenceServer } from '../reference/server';
 import { variants as catalogue, type Variant } from './variants';
@@ -147,7 +147,7 @@ export async function runMatrix(variants: Variant[], options: MatrixOptions = {}
 
 async function runMatrixOnce(variants: Variant[], { full = false, rules, severalSeeds = false, env: extraEnv = {}, reproductions }: MatrixOptions = {}): Promise<MatrixRun> {
   const started = performance.now();
-  const output = mkdtempSync(path.join(os.tmpdir(), 'conformance-matrix-'));
+  const output = tempDir('conformance-matrix-');
   const servers: ReferenceServer[] = await Promise.all(variants.map((variant) => createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...variant.options })));
   try {
     const rulesOf = (variant: Variant) => rules ?? rulesFor(variant, full) ?? (Object.keys(RULES) as RuleId[]);

@@ -6,8 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
+import { tempDir } from './temp';
 import path from 'node:path';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
 import { entryOf, ruleOf, testIdOf, TEST_IDS, type TestId, filesOf } from '../src/config/rules';
@@ -61,7 +61,7 @@ test("the suite's test is Playwright's without browser fixtures (src/playwright/
 });
 
 test("Playwright's bundles load from the code cache the command preloads: the first process writes it, the next reads all of it", async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'code-cache-'));
+  const dir = tempDir('code-cache-');
   const preload = path.join(ROOT, 'src', 'code-cache.cjs');
   // Playwright's test API and its runner's entry, as a worker loads them; then what the cache did.
   const script = "const { test } = require('@playwright/test'); require('playwright/lib/program'); if (typeof test !== 'function') process.exit(3); process.on('exit', () => console.log(JSON.stringify(globalThis[Symbol.for('stop-session-conformance.code-cache')])));";
