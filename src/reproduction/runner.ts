@@ -146,6 +146,13 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     print(`A fault of order or timing does not show every time: again (${tried + 1} of ${ATTEMPTS}).`);
     verdict = await attempt();
   }
+  // In the run, the team's rate limit refused an answer the checks judge before it came: a fault that needs that limit cannot show in a replay alone.
+  const judged = new Set((JSON.stringify(plan.checks.map((check) => check.args)).match(/"\$answer":\d+/g) ?? []).map((ref) => Number(ref.split(':')[1])));
+  const limited = plan.steps.filter((step) => step.limited && !step.pooled && judged.has(step.seq));
+  if (verdict === 0 && limited.length) {
+    print(`COULD NOT TELL: in the run, ${limited.length} of these requests met the team's rate limit (429) before their answer (#${limited.map((step) => step.seq).join(', #')}), which a replay alone does not; the fault may need it.`);
+    verdict = 2;
+  }
   print(verdict === 1 ? 'The fault shows (exit 1).' : verdict === 0 ? 'The fault does not show (exit 0).' : 'Could not tell (exit 2).');
   return verdict;
 }

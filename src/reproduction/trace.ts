@@ -25,6 +25,8 @@ export interface TraceStep {
   sentAt: number;
   receivedAt: number;
   status: number;
+  /** The run met the team's rate limit (429) before this answer: the fault may need that limit. */
+  limited?: true;
   /** The job a scrape created, which later steps name. */
   createdJob?: string;
 }
@@ -63,6 +65,7 @@ export class Trace {
       sentAt: +(answer.sentAt - this.origin).toFixed(1),
       receivedAt: +(answer.receivedAt - this.origin).toFixed(1),
       status: answer.status,
+      ...(answer.attempts > 1 ? { limited: true as const } : {}),
       ...(typeof createdJob === 'string' ? { createdJob } : {}),
     });
   }
