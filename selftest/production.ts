@@ -23,6 +23,7 @@ export const JOB_CAP = 3;
 const SCRAPE_MS = 30;
 /** Stops this close together are served at once: both carry the one settlement. */
 const AT_ONCE_MS = 50;
+const AT_ONCE_FAULTY_MS = 500;
 
 interface Faults {
   /** Every later stop settles the session again, with its own duration and charge. */
@@ -96,7 +97,8 @@ export function today(faults: Faults = {}, jobCap = JOB_CAP): ReferenceOptions {
           }
           const prior = settled.get(jobId)!;
           if (faults.settleAgain) return { status: 200, body: settle(jobId, team.id, ended.startedAt) };
-          const atOnce = state.clock() - prior.at < AT_ONCE_MS;
+          // The faulty variant's window is wider: on a busy runner the suite's two stops may arrive 50 ms apart, and its fault must still happen.
+          const atOnce = state.clock() - prior.at < (faults.bothAtOnceCharged ? AT_ONCE_FAULTY_MS : AT_ONCE_MS);
           if (faults.chargeAgain || (atOnce && faults.bothAtOnceCharged)) state.charges.push({ jobId, teamId: team.id, durationMs: Number(prior.body.sessionDurationMs), credits: Number(prior.body.creditsBilled), at: state.clock() });
           if (atOnce) return { status: 200, body: prior.body };
           return { status: 200, body: { success: true, status: 'stopped', cleanupQueued: true, creditsBilled: prior.body.creditsBilled } };
