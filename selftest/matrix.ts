@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tempDir } from './temp';
+import { planOf } from '../src/reproduction/plan';
 import path from 'node:path';
 import { createReferenceServer, loadTeams, type ReferenceServer } from '../reference/server';
 import { variants as catalogue, type Variant } from './variants';
@@ -207,9 +208,7 @@ function wholeSecondClock(variant: Variant): boolean {
 
 /** How long the test the reproduction replays took in the run, from its first request to its last answer. */
 function recordedMs(file: string): number {
-  const text = readFileSync(file, 'utf8');
-  const start = text.indexOf('const PLAN = ') + 'const PLAN = '.length;
-  const steps: { sentAt: number; receivedAt: number }[] = JSON.parse(text.slice(start, text.indexOf('};\n', start) + 1)).steps;
+  const { steps } = planOf(readFileSync(file, 'utf8'));
   return steps.length ? steps.at(-1)!.receivedAt - steps[0].sentAt : 0;
 }
 

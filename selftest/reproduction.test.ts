@@ -12,6 +12,7 @@ import type { Settings } from '../src/config/settings';
 import type { Answer } from '../src/domain/answer';
 import { Trace } from '../src/reproduction/trace';
 import { writeReproduction } from '../src/reproduction/write';
+import { planOf } from '../src/reproduction/plan';
 import { SECRETS } from './secrets';
 
 type Expect = (actual: unknown, message?: string) => any;
@@ -60,7 +61,7 @@ test('a reproduction is one file of at most 400 KB, without Playwright, a key, o
   assert.doesNotMatch(text, /@playwright|playwright-core|127\.0\.0\.1/);
   assert.ok(!SECRETS.some((key) => text.includes(key)));
   rmSync(reportsDir, { recursive: true, force: true });
-  const plan = JSON.parse(text.slice(text.indexOf('const PLAN = ') + 13, text.indexOf('};\n') + 1));
+  const plan = planOf(text);
   assert.deepEqual(plan.checks[0].args, [{ $answer: 0 }, 200], 'an answer is written as its step');
   assert.deepEqual(Object.keys(plan.steps[0]).sort(), ['as', 'method', 'on429', 'path', 'receivedAt', 'sentAt', 'seq', 'status']);
 });

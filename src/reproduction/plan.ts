@@ -30,3 +30,14 @@ export interface Plan {
   schemeWordIgnored: boolean;
   limits: { requestTimeoutMs: number; maxBodyBytes: number; backoffBudgetMs: number };
 }
+
+const PLAN_LINE = 'const PLAN = ';
+
+/** The line of a reproduction's file that holds its plan. */
+export const planLine = (plan: Plan) => `${PLAN_LINE}${JSON.stringify(plan, null, 1)};`;
+
+/** The plan a reproduction's file holds (its JSON ends at the first line that closes it). */
+export function planOf(text: string): Plan {
+  const start = text.indexOf(PLAN_LINE) + PLAN_LINE.length;
+  return JSON.parse(text.slice(start, text.indexOf('};\n', start) + 1));
+}

@@ -16,7 +16,7 @@ import { answerOf, interactPath, JOB_OF_PATH, type Answer } from '../domain/answ
 import { callersFor, nearMissesOf, type Identity } from '../domain/callers';
 import { runCheck, type CheckCall } from '../domain/named-checks';
 import type { Plan } from './plan';
-import type { Serialized, TraceStep } from './trace';
+import { answerRefs, type Serialized, type TraceStep } from './trace';
 
 class CouldNotTell extends Error {}
 
@@ -147,7 +147,7 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     verdict = await attempt();
   }
   // In the run, the team's rate limit refused an answer the checks judge before it came: a fault that needs that limit cannot show in a replay alone.
-  const judged = new Set((JSON.stringify(plan.checks.map((check) => check.args)).match(/"\$answer":\d+/g) ?? []).map((ref) => Number(ref.split(':')[1])));
+  const judged = new Set(answerRefs(plan.checks.map((check) => check.args)));
   const limited = plan.steps.filter((step) => step.limited && !step.pooled && judged.has(step.seq));
   if (verdict === 0 && limited.length) {
     print(`COULD NOT TELL: in the run, ${limited.length} of these requests met the team's rate limit (429) before their answer (#${limited.map((step) => step.seq).join(', #')}), which a replay alone does not; the fault may need it.`);

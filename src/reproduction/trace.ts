@@ -92,3 +92,7 @@ export class Trace {
   }
 }
 
+/** The steps serialized arguments refer to, each once. */
+export function answerRefs(value: unknown): number[] {
+  return [...new Set((JSON.stringify(value) ?? '').match(/"\$answer":\d+/g) ?? [])].map((ref) => Number(ref.split(':')[1]));
+}

@@ -10,8 +10,8 @@ import type { Failure } from '../checks/failure';
 import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
 import { redact } from '../http/redact';
-import { reproductionFile, type Plan } from './plan';
-import type { Serialized, Trace, TraceStep } from './trace';
+import { planLine, reproductionFile, type Plan } from './plan';
+import { answerRefs, type Serialized, type Trace, type TraceStep } from './trace';
 
 
 let runner: Promise<string> | undefined;
@@ -75,7 +75,7 @@ export async function writeReproduction(settings: Settings, { testId, title, tra
     `// Run it: BASE_URL=<target> API_KEY=<key> FOREIGN_API_KEY=<other team's key>${plan.steps.some((step) => step.as === 'burst') ? ' BURST_API_KEY=<third team\'s key>' : ''} node ${path.basename(file)}`,
     '// Node 18 or later, no packages. Exit 1: the fault shows; 0: it does not; 2: could not tell.',
     '// Every reproduction of a run: npx stop-session-conformance replay <reports folder>',
-    `const PLAN = ${JSON.stringify(plan, null, 1)};`,
+    planLine(plan),
     await bundledRunner(),
   ].join('\n');
   if (redact(text) !== text) throw new RunError(`the reproduction of ${testId} would carry a key: not written`);
@@ -89,9 +89,9 @@ const SHELL_SAFE = /^[\w./%-]*$/;
 /** A curl line, with the key as $API_KEY, where one request that needs no earlier one shows the fault; else undefined. */
 export function curlLine({ trace, failures }: Reproducible): string | undefined {
   if (failures.some((failure) => !failure.call)) return undefined;
-  const steps = new Set(failures.flatMap(({ call }) => JSON.stringify(call!.args.map((arg) => trace.serialize(arg))).match(/"\$answer":\d+/g) ?? []));
-  if (steps.size !== 1) return undefined;
-  const step = trace.steps[Number([...steps][0].split(':')[1])];
+  const steps = answerRefs(failures.map(({ call }) => call!.args.map((arg) => trace.serialize(arg))));
+  if (steps.length !== 1) return undefined;
+  const step = trace.steps[steps[0]];
   const created = trace.steps.flatMap((earlier) => (earlier.createdJob ? [earlier.createdJob.toLowerCase()] : []));
   if (created.some((jobId) => step.path.toLowerCase().includes(jobId)) || step.data !== undefined || !SHELL_SAFE.test(step.path)) return undefined;
   const header = step.as === 'owner' ? ' -H "Authorization: Bearer $API_KEY"' : step.as === 'foreign' ? ' -H "Authorization: Bearer $FOREIGN_API_KEY"' : step.as === 'noKey' ? '' : undefined;
