@@ -1,7 +1,8 @@
 /**
  * Reproductions judge as the run does: their `expect` (src/reproduction/expect.ts) agrees with
  * Playwright's on every matcher the named checks use, the bundled runner carries no Playwright and
- * no key, and a trace's arguments are written as data, never as a caller.
+ * no key, a trace's arguments are written as data, never as a caller, and a request the run sent
+ * into the team's rate limit goes into it again.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +13,11 @@ import type { Settings } from '../src/config/settings';
 import type { Answer } from '../src/domain/answer';
 import { Trace } from '../src/reproduction/trace';
 import { writeReproduction } from '../src/reproduction/write';
-import { planOf } from '../src/reproduction/plan';
+import { planOf, type Plan } from '../src/reproduction/plan';
+import { reproduce } from '../src/reproduction/runner';
+import { createReferenceServer } from '../reference/server';
+import { keysOf } from '../src/domain/target';
+import { variants } from './variants';
 import { SECRETS } from './secrets';
 
 type Expect = (actual: unknown, message?: string) => any;
@@ -64,4 +69,34 @@ test('a reproduction is one file of at most 400 KB, without Playwright, a key, o
   const plan = planOf(text);
   assert.deepEqual(plan.checks[0].args, [{ $answer: 0 }, 200], 'an answer is written as its step');
   assert.deepEqual(Object.keys(plan.steps[0]).sort(), ['as', 'method', 'on429', 'path', 'receivedAt', 'sentAt', 'seq', 'status']);
+});
+
+test("a stop the run sent into the team's rate limit is sent into it again: a target that carries out the stops it throttles shows it, a correct one does not", async () => {
+  const stopPath = '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact';
+  const plan = (limited: boolean): Plan => ({
+    test: 'authentication/basic-scheme',
+    title: 'a title',
+    steps: [
+      { seq: 0, method: 'POST', path: '/v2/scrape', data: { url: 'https://example.com' }, as: 'owner', on429: 'retry', sentAt: 0, receivedAt: 2, status: 200, createdJob: '3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b' },
+      { seq: 1, method: 'POST', path: stopPath, data: { code: '1', language: 'node' }, as: 'owner', on429: 'retry', provisions: true, sentAt: 3, receivedAt: 5, status: 200 },
+      { seq: 2, method: 'DELETE', path: stopPath, as: 'owner', connection: 1, on429: 'retry', sentAt: 6, receivedAt: 1100, status: 200, ...(limited ? { limited: true as const } : {}) },
+    ],
+    checks: [{ check: 'status', judge: 'status', args: [{ $answer: 2 }, 200], message: 'in the run' }],
+    schemeWordIgnored: false,
+    limits: { requestTimeoutMs: 10_000, maxBodyBytes: 1_000_000, backoffBudgetMs: 6_000 },
+  });
+  const faulty = variants.find((variant) => variant.name === 'throttled-stop-still-stops')!;
+  const servers = await Promise.all([createReferenceServer({ ...faulty.options }), createReferenceServer({ rateLimit: { limit: 40, windowMs: 3000 } })]);
+  try {
+    const { apiKey } = keysOf({ baseURL: servers[0].url, embedded: true }, {} as Settings);
+    const env = (server: (typeof servers)[number]) => ({ BASE_URL: server.url, API_KEY: apiKey });
+    const lines: string[] = [];
+    assert.equal(await reproduce(plan(true), env(servers[0]), (line) => lines.push(line)), 1, lines.join('\n'));
+    assert.match(lines.join('\n'), /met the team's rate limit after \d+/);
+    assert.equal(await reproduce(plan(true), env(servers[1]), () => {}), 0, 'a correct target');
+    assert.equal(await reproduce(plan(false), env(servers[0]), () => {}), 0, 'without the limit, the fault does not show');
+    assert.deepEqual(servers.map((server) => server.activeSessions().length), [0, 0], 'no session left');
+  } finally {
+    await Promise.all(servers.map((server) => server.close()));
+  }
 });

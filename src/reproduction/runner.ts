@@ -6,6 +6,7 @@
  * answers; then a stop of every session it opened. Exit 1: the fault shows; 0: it does not; 2:
  * the reproduction could not tell (a rate limit it could not wait out, a session it could not open).
  */
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,6 +28,12 @@ const PROVISIONING_RACE_MS = 5_000;
  */
 const ATTEMPTS = 3;
 const SHORT_PLAN_MS = 20_000;
+/**
+ * A request the run sent into the team's rate limit (answered 429, or retried after one) is sent
+ * into it again: the same caller first sends requests like it on jobs nobody has, a few at once,
+ * until one is refused with 429; at most this many, for at most this long.
+ */
+const DRAIN = { requests: 1_000, ms: 60_000, atOnce: 4 };
 
 export async function reproduce(plan: Plan, env = process.env, print: (line: string) => void = console.log): Promise<0 | 1 | 2> {
   const baseURL = env.BASE_URL?.replace(/\/+$/, '');
@@ -75,9 +82,30 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     }
   };
 
+  // Until the team's limit refuses one (429), or the bound: whether it did.
+  const drain = async (step: TraceStep): Promise<boolean> => {
+    const agent = new (baseURL!.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets: DRAIN.atOnce });
+    const until = performance.now() + DRAIN.ms;
+    let sent = 0;
+    let refused = false;
+    const sender = async () => {
+      while (!refused && sent < DRAIN.requests && performance.now() < until) {
+        sent++;
+        const answer = await send({ method: step.method, path: interactPath(randomUUID()), data: step.data, as: step.as, on429: 'once' }, agent).catch(() => undefined);
+        if (answer?.status === 429) refused = true;
+      }
+    };
+    await Promise.all(Array.from({ length: DRAIN.atOnce }, sender));
+    agent.destroy();
+    print(refused ? `(the ${step.as}'s requests on jobs nobody has met the team's rate limit after ${sent}: #${step.seq} is sent into it, as in the run)` : `(the ${step.as}'s ${sent} requests on jobs nobody has met no rate limit: #${step.seq} is sent without one)`);
+    return refused;
+  };
+
   const answers: Answer[] = [];
   const opened = new Map<string, { jobId: string; as: string }>();
   const replay = async (step: TraceStep): Promise<Answer> => {
+    // A request the run sent into the team's limit (it was refused, or retried after a 429) goes into it again.
+    if ((step.limited || step.status === 429) && !step.pooled && JOB_OF_PATH.test(step.path)) await drain(step);
     let answer = await send(step, agentOf(step));
     // A session opened just after its scrape may not be found yet: tried again, as the run does.
     for (let waitMs = 100, since = performance.now(); step.provisions && step.status === 200 && answer.status === 404 && performance.now() - since < PROVISIONING_RACE_MS; waitMs *= 2) {
@@ -146,11 +174,11 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     print(`A fault of order or timing does not show every time: again (${tried + 1} of ${ATTEMPTS}).`);
     verdict = await attempt();
   }
-  // In the run, the team's rate limit refused an answer the checks judge before it came: a fault that needs that limit cannot show in a replay alone.
+  // In the run, the team's rate limit refused a stop, or an answer the checks judge, before its answer came; where the replay could not send it into the limit again, a fault that needs the limit cannot show.
   const judged = new Set(answerRefs(plan.checks.map((check) => check.args)));
-  const limited = plan.steps.filter((step) => step.limited && !step.pooled && judged.has(step.seq));
-  if (verdict === 0 && limited.length) {
-    print(`COULD NOT TELL: in the run, ${limited.length} of these requests met the team's rate limit (429) before their answer (#${limited.map((step) => step.seq).join(', #')}), which a replay alone does not; the fault may need it.`);
+  const unmet = plan.steps.filter((step) => step.limited && !step.pooled && (judged.has(step.seq) || step.method === 'DELETE') && (answers[step.seq]?.attempts ?? 0) <= 1);
+  if (verdict === 0 && unmet.length) {
+    print(`COULD NOT TELL: in the run, ${unmet.length} of these requests met the team's rate limit (429) before their answer (#${unmet.map((step) => step.seq).join(', #')}), and here they did not; the fault may need it.`);
     verdict = 2;
   }
   print(verdict === 1 ? 'The fault shows (exit 1).' : verdict === 0 ? 'The fault does not show (exit 0).' : 'Could not tell (exit 2).');
