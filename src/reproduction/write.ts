@@ -52,12 +52,12 @@ export interface Reproducible {
   folder?: string;
 }
 
-/** Writes the reproduction and returns its path, or undefined when no failed check can be run again. */
-export async function writeReproduction(settings: Settings, { testId, title, trace, failures, folder }: Reproducible): Promise<string | undefined> {
+/** The plan of a failed test's reproduction, or undefined when no failed check can be run again. */
+export function planFor(settings: Settings, { testId, title, trace, failures }: Omit<Reproducible, 'folder'>): Plan | undefined {
   const composed = failures.find((failure) => failure.composed);
   const own = failures.filter((failure) => failure.call);
   if (!composed && !own.length) return undefined;
-  const plan: Plan = {
+  return {
     test: testId,
     title,
     // A check of the whole run replays what it found in other tests' requests; any other, the test's own.
@@ -68,6 +68,13 @@ export async function writeReproduction(settings: Settings, { testId, title, tra
     schemeWordIgnored: settings.declaredSchemeWord !== undefined,
     limits: { requestTimeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, backoffBudgetMs: settings.backoffBudgetMs },
   };
+}
+
+/** Writes the reproduction and returns its path, or undefined when no failed check can be run again. */
+export async function writeReproduction(settings: Settings, reproducible: Reproducible): Promise<string | undefined> {
+  const { testId, title, folder } = reproducible;
+  const plan = planFor(settings, reproducible);
+  if (!plan) return undefined;
   const file = folder ? path.join(folder, ...testId.split('/')) + '.mjs' : reproductionFile(settings.reportsDir, testId);
   const text = [
     `// Reproduction of ${testId}: ${title}`,
