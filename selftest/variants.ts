@@ -262,6 +262,18 @@ export const faultyVariants: Variant[] = [
   { name: 'third-foreign-refusal-ends-session', breaks: 'foreign-team', description: "counts a session's refused stops by another team and at the third ends the session without billing it", options: lockoutAt(3) },
   // Rule 4: unknown job
   { name: 'unknown-job-200', breaks: 'unknown-job', description: 'answers 200 when there is no session', options: stopReply((r) => (r.status === 404 ? { status: 200, body: { success: true } } : r)) },
+  {
+    name: 'unknown-job-stops-latest-session',
+    breaks: 'unknown-job',
+    rules: ['unknown-job', 'stop-is-final'],
+    description: "stops the team's latest session when asked to stop a job that has none, and answers 200 with that session's settlement",
+    options: behaviour((base, state) => ({
+      stop: (team, jobId) => {
+        const latest = [...state.sessions.values()].filter((session) => session.teamId === team.id).at(-1);
+        return state.sessions.has(jobId) || state.stopped.has(jobId) || state.jobs.has(jobId) || !latest ? base.stop(team, jobId) : base.stop(team, latest.jobId);
+      },
+    })),
+  },
   { name: 'unknown-job-400', breaks: 'unknown-job', description: 'answers 400 when there is no session', options: stopReply((r) => (r.status === 404 ? { ...r, status: 400 } : r)) },
   { name: 'job-without-session-403', breaks: 'unknown-job', description: 'answers 403 for a scrape job that never had a session', options: stopReply((r, _team, jobId, state) => (r.status === 404 && state.jobs.has(jobId) && !state.stopped.has(jobId) ? { ...r, status: 403 } : r)) },
   // Rule 5: authentication and the side effects of refused requests

@@ -63,7 +63,7 @@ export const RULES = {
     title: 'Rule 4: a job with no browser session gets 404',
     section: 'Endpoints › Rules 4; Errors',
     file: 'rules/04-unknown-job.spec.ts',
-    tests: { 'random-uuid': must(STATUS_AND_SCHEMA), 'job-without-session': must(STATUS_AND_SCHEMA) },
+    tests: { 'random-uuid': must(STATUS_AND_SCHEMA), 'job-without-session': must(STATUS_AND_SCHEMA), 'others-survive': inferred(['status', 'survives']) },
   },
   authentication: {
     title: 'Rule 5: a request without a valid key gets 4xx, learns nothing, and the session survives',

@@ -10,6 +10,23 @@ import { durationVerdict, measuredInterval, type Tolerances } from './billing';
 import { RunError } from '../config/errors';
 import { expect } from '../checks/expect';
 
+/** Stops that settled a job's session anew though no interact answered 200 on the job since its last settlement, in the order they were sent. */
+function chargedAgain(stops: Answer[], interacts: Answer[]): string[] {
+  const jobOf = (answer: Answer) => (JOB_OF_PATH.exec(answer.path)?.[1] ?? answer.path).toLowerCase();
+  const last = new Map<string, Answer>();
+  const again: string[] = [];
+  for (const answer of [...stops, ...interacts].sort((a, b) => a.sentAt - b.sentAt)) {
+    const job = jobOf(answer);
+    if (answer.method === 'POST') {
+      if (answer.status === 200) last.delete(job);
+    } else if (settlementOf(answer)) {
+      if (last.has(job) && isNewCharge(answer, last.get(job))) again.push(`${summary(answer)} after ${describeSettlement(settlementOf(last.get(job)!)!)}`);
+      last.set(job, answer);
+    }
+  }
+  return again;
+}
+
 /** The most answers that arrived within any one second of the burst. */
 export function peakPerSecond(answers: Answer[]): number {
   const times = answers.map((answer) => answer.receivedAt).sort((a, b) => a - b);
@@ -67,12 +84,19 @@ export const RUN_JUDGES = {
     const described = left.map(({ jobId, status, stop }) => `${jobId} (its last interact answered ${status ?? 'nothing'}; a session ran there, and its stop settled ${describeSettlement({ credits: stop.body!.creditsBilled, durationMs: stop.body!.sessionDurationMs })})`);
     expect(described, `${jobs} job(s) whose interact was refused or failed must hold no session: a stop finds nothing (404) or reports a settlement already seen`).toEqual([]);
   },
+  /** Stops of jobs that never had a session (a random id, a scrape job without one) settle nothing: any settlement was another session's. */
+  settledNothing(stops: Answer[]): Verdict {
+    const stray = stops.filter((stop) => settlementOf(stop)).map((stop) => `${summary(stop)}, settling ${describeSettlement(settlementOf(stop)!)}`);
+    expect(stray, 'a stop of a job that never had a session (a random id, a scrape job without one) must find nothing (404) and change nothing; these settled a session, which can only have been another one').toEqual([]);
+  },
   /**
    * The account moved by exactly what the answers settled and the scrapes cost: read before
    * (`before`), then after (`after`, the last two alike when it held still); the stops' distinct
    * settlements and the scrapes' prices are what it may be charged (judgeAccount in account.ts).
+   * A job's stop that settles anew with no interact answered 200 since its last settlement charged
+   * its stopped session again (`interacts`: the job's interacts, where the plan gives them).
    */
-  accountCharged(before: Answer, after: Answer[], scrapes: Answer[], stops: Answer[], settleMs: number, alone = false): Verdict {
+  accountCharged(before: Answer, after: Answer[], scrapes: Answer[], stops: Answer[], settleMs: number, alone = false, interacts?: Answer[]): Verdict {
     const remaining = (answer: Answer) => answer.body?.data?.remainingCredits as number;
     if (![before, ...after].every((answer) => answer.status === 200 && typeof remaining(answer) === 'number')) return { notVerifiable: `the account could not be read (${CREDIT_USAGE_PATH})` };
     const jobs = new Map<string, Answer[]>();
@@ -80,6 +104,7 @@ export const RUN_JUDGES = {
       const job = (JOB_OF_PATH.exec(stop.path)?.[1] ?? stop.path).toLowerCase();
       jobs.set(job, [...(jobs.get(job) ?? []), stop]);
     }
+    if (!alone && interacts) expect(chargedAgain(stops, interacts), 'a stopped session is never charged again: a stop answered with a new settlement though no interact opened a session since the last one').toEqual([]);
     const settlements = [...jobs].map(([jobId, answers]) => ({ jobId, settled: distinctSettlements(answers), reports: answers.filter((answer) => settlementOf(answer)).length }));
     const prices = scrapes.map((scrape) => scrape.body?.data?.metadata?.creditsUsed);
     const spending = { settlements, scrapes: { count: scrapes.length, credits: prices.filter((price) => typeof price === 'number').reduce((sum, price) => sum + price, 0), unpriced: prices.filter((price) => typeof price !== 'number').length } };

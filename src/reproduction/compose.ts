@@ -79,6 +79,35 @@ export function composeLeaks(leaks: Leak[], own: Trace, traceOf: (test: string) 
   return { steps, checks: [{ judge: 'nothingLeft', args: [found, leaks.length] }] };
 }
 
+/**
+ * The reproduction of `stop-is-final/no-leaks › nothing-stopped-unasked`: a session of the caller
+ * opened as one of the run's was (what such a stop can settle: the run cannot name the one it did),
+ * then, for each test whose stop of a job that never had a session settled one all the same, its
+ * requests up to that stop; judged by `settledNothing`.
+ */
+export function composeStrays(jobIds: string[], traces: TraceStep[][]): ComposedReproduction | undefined {
+  const strays = new Set(jobIds.map((jobId) => jobId.toLowerCase()));
+  const isStray = (step: TraceStep) => step.method === 'DELETE' && step.status === 200 && strays.has(JOB_OF_PATH.exec(step.path)?.[1].toLowerCase() ?? '');
+  const parts = traces.filter((steps) => steps.some(isStray)).map((steps) => steps.slice(0, steps.length - [...steps].reverse().findIndex(isStray)));
+  const callers = [...new Set(parts.flatMap((part) => part.filter(isStray).map((step) => step.as)))];
+  const opened = callers.map((as) => openingOf(traces, as));
+  if (!parts.length || opened.some((part) => !part)) return undefined;
+  const { steps, seqOf } = composeSteps([...(opened as TraceStep[][]), ...parts]);
+  const stops = parts.flatMap((part, index) => part.filter(isStray).map((step) => ({ $answer: seqOf(opened.length + index, step.seq)! })));
+  return { steps, checks: [{ judge: 'settledNothing', args: [stops] }] };
+}
+
+/** The scrape and the interact that opened a session of caller `as` in some test of the run. */
+function openingOf(traces: TraceStep[][], as: string): TraceStep[] | undefined {
+  for (const steps of traces) {
+    const interact = steps.find((step) => step.provisions && !step.superseded && step.status === 200 && step.as === as);
+    const job = interact && JOB_OF_PATH.exec(interact.path)?.[1].toLowerCase();
+    const scrape = job && steps.find((step) => step.createdJob?.toLowerCase() === job);
+    if (scrape) return [scrape, interact];
+  }
+  return undefined;
+}
+
 /** The job's last interact in its creator's part, as a reference into the plan: the leak's premise. */
 function lastInteract(part: TraceStep[], seqOf: (seq: number) => number): { interact?: { $answer: number } } {
   const last = part.filter((step) => step.method === 'POST' && step.path.endsWith('/interact')).at(-1);
@@ -94,7 +123,8 @@ export const ACCOUNT_READING: TraceStep = { seq: 0, method: 'GET', path: CREDIT_
 /**
  * The reproduction of `stop-is-final/account`: the account read, the requests that concern what it
  * found (the sessions charged again, or one session alone), the account read until it holds still;
- * judged by `accountCharged` with the run's ACCOUNT_SETTLE_MS.
+ * judged by `accountCharged` with the run's ACCOUNT_SETTLE_MS, and the interacts that may have
+ * opened a session again.
  */
 export function composeAccount(parts: TraceStep[][], settleMs: number, alone = false): ComposedReproduction | undefined {
   // The readings after the sessions wait as long as the run's did, and at least as long as charges queued behind them may take to land.
@@ -114,6 +144,7 @@ export function composeAccount(parts: TraceStep[][], settleMs: number, alone = f
     acts.filter((step) => step.method === 'DELETE' && step.as === 'owner').map(ref),
     settleMs,
     alone,
+    acts.filter((step) => step.method === 'POST' && JOB_OF_PATH.test(step.path)).map(ref),
   ];
   return { steps, checks: [{ judge: 'accountCharged', args }] };
 }

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from '../../src/playwright/fixtures';
+import { boundsOf } from '../../src/domain/billing';
+import { refusalHoldMs } from '../../src/domain/refusals';
 import { judge } from '../../src/domain/named-checks';
 import { spec } from '../../src/config/rules';
 
@@ -15,3 +18,19 @@ test('a stop of a scrape job that never had a browser session answers 404 with a
   await check('status', judge.status(stop, 404));
   await check('schema', judge.schema(stop, 'error'));
 });
+
+test(
+  "a stop of a job with no session, sent while the owner's session on another job runs, changes nothing: that session runs on, and its stop answers 200 for its whole life",
+  spec('unknown-job/others-survive'),
+  async ({ api, session, sessions, identities, settings, check }) => {
+    const holdMs = Math.round(refusalHoldMs(settings, session.created.receivedAt - session.created.sentAt));
+    const { jobId } = await test.step('the owner creates a scrape job without a session', () => sessions.jobWithoutSession());
+    await test.step(`hold the session ${holdMs} ms`, () => sleep(holdMs - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
+    const random = await test.step('the owner stops a fresh random UUID', () => api.stop(randomUUID(), identities.owner));
+    const withoutSession = await test.step("the owner stops the other job's (absent) session", () => api.stop(jobId, identities.owner));
+    await check('status', judge.all([judge.status(random, 404), judge.status(withoutSession, 404)]));
+    await test.step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
+    const stop = await test.step('the owner stops its session', () => api.stop(session.jobId, identities.owner));
+    await check('survives', judge.survived(stop, session.created, withoutSession, boundsOf(settings)));
+  },
+);
