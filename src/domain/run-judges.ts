@@ -10,12 +10,18 @@ import { durationVerdict, measuredInterval, type Tolerances } from './billing';
 import { RunError } from '../config/errors';
 import { expect } from '../checks/expect';
 
-/** Stops that settled a job's session anew though no interact answered 200 on the job since its last settlement, in the order they were sent. */
-function chargedAgain(stops: Answer[], interacts: Answer[]): string[] {
-  const jobOf = (answer: Answer) => (JOB_OF_PATH.exec(answer.path)?.[1] ?? answer.path).toLowerCase();
+const jobOf = (answer: Answer) => (JOB_OF_PATH.exec(answer.path)?.[1] ?? answer.path).toLowerCase();
+
+/**
+ * Stops that settled a job's session anew though no interact answered 200 on the job since its
+ * last settlement. An interact counts from when it was sent, a stop from when its answer came: an
+ * interact sent while a stop was on its way may have opened the session that stop settled.
+ */
+function settledAnew(stops: Answer[], interacts: Answer[]): string[] {
   const last = new Map<string, Answer>();
   const again: string[] = [];
-  for (const answer of [...stops, ...interacts].sort((a, b) => a.sentAt - b.sentAt)) {
+  const at = (answer: Answer) => (answer.method === 'POST' ? answer.sentAt : answer.receivedAt);
+  for (const answer of [...stops, ...interacts].sort((a, b) => at(a) - at(b))) {
     const job = jobOf(answer);
     if (answer.method === 'POST') {
       if (answer.status === 200) last.delete(job);
@@ -26,6 +32,8 @@ function chargedAgain(stops: Answer[], interacts: Answer[]): string[] {
   }
   return again;
 }
+
+export const STRAY_SETTLEMENTS = 'a stop of a job that never had a session (a random id, a scrape job without one) must find nothing (404) and change nothing; these settled a session, which can only have been another one';
 
 /** The most answers that arrived within any one second of the burst. */
 export function peakPerSecond(answers: Answer[]): number {
@@ -87,7 +95,7 @@ export const RUN_JUDGES = {
   /** Stops of jobs that never had a session (a random id, a scrape job without one) settle nothing: any settlement was another session's. */
   settledNothing(stops: Answer[]): Verdict {
     const stray = stops.filter((stop) => settlementOf(stop)).map((stop) => `${summary(stop)}, settling ${describeSettlement(settlementOf(stop)!)}`);
-    expect(stray, 'a stop of a job that never had a session (a random id, a scrape job without one) must find nothing (404) and change nothing; these settled a session, which can only have been another one').toEqual([]);
+    expect(stray, STRAY_SETTLEMENTS).toEqual([]);
   },
   /**
    * The account moved by exactly what the answers settled and the scrapes cost: read before
@@ -96,15 +104,12 @@ export const RUN_JUDGES = {
    * A job's stop that settles anew with no interact answered 200 since its last settlement charged
    * its stopped session again (`interacts`: the job's interacts, where the plan gives them).
    */
-  accountCharged(before: Answer, after: Answer[], scrapes: Answer[], stops: Answer[], settleMs: number, alone = false, interacts?: Answer[]): Verdict {
+  accountCharged(before: Answer, after: Answer[], scrapes: Answer[], stops: Answer[], settleMs: number, alone = false, interacts?: (Answer | undefined)[]): Verdict {
     const remaining = (answer: Answer) => answer.body?.data?.remainingCredits as number;
     if (![before, ...after].every((answer) => answer.status === 200 && typeof remaining(answer) === 'number')) return { notVerifiable: `the account could not be read (${CREDIT_USAGE_PATH})` };
     const jobs = new Map<string, Answer[]>();
-    for (const stop of stops) {
-      const job = (JOB_OF_PATH.exec(stop.path)?.[1] ?? stop.path).toLowerCase();
-      jobs.set(job, [...(jobs.get(job) ?? []), stop]);
-    }
-    if (!alone && interacts) expect(chargedAgain(stops, interacts), 'a stopped session is never charged again: a stop answered with a new settlement though no interact opened a session since the last one').toEqual([]);
+    for (const stop of stops) jobs.set(jobOf(stop), [...(jobs.get(jobOf(stop)) ?? []), stop]);
+    if (!alone && interacts) expect(settledAnew(stops, interacts.filter((answer): answer is Answer => answer !== undefined)), 'a stopped session is never charged again: a stop answered with a new settlement though no interact opened a session since the last one').toEqual([]);
     const settlements = [...jobs].map(([jobId, answers]) => ({ jobId, settled: distinctSettlements(answers), reports: answers.filter((answer) => settlementOf(answer)).length }));
     const prices = scrapes.map((scrape) => scrape.body?.data?.metadata?.creditsUsed);
     const spending = { settlements, scrapes: { count: scrapes.length, credits: prices.filter((price) => typeof price === 'number').reduce((sum, price) => sum + price, 0), unpriced: prices.filter((price) => typeof price !== 'number').length } };

@@ -118,7 +118,7 @@ function lastInteract(part: TraceStep[], seqOf: (seq: number) => number): { inte
 const ACCOUNT_LANDING_MS = 2_500;
 
 /** A reading of the owner's account, where a part begins without one. */
-export const ACCOUNT_READING: TraceStep = { seq: 0, method: 'GET', path: CREDIT_USAGE_PATH, as: 'owner', on429: 'once', sentAt: 0, receivedAt: 1, status: 200 };
+export const ACCOUNT_READING: TraceStep = { seq: 0, method: 'GET', path: CREDIT_USAGE_PATH, as: 'owner', on429: 'return-last', sentAt: 0, receivedAt: 1, status: 200 };
 
 /**
  * The reproduction of `stop-is-final/account`: the account read, the requests that concern what it
@@ -136,7 +136,8 @@ export function composeAccount(parts: TraceStep[][], settleMs: number, alone = f
   const last = steps.length - 1 - [...steps].reverse().findIndex((step) => !reading(step));
   if (first < 1 || last === steps.length - 1) return undefined;
   const ref = (step: TraceStep) => ({ $answer: step.seq });
-  const acts = steps.slice(first, last + 1);
+  // A provisioning attempt the run retried is not sent again: it has no answer to judge.
+  const acts = steps.slice(first, last + 1).filter((step) => !step.superseded);
   const args = [
     ref(steps[first - 1]),
     steps.slice(last + 1).map(ref),
@@ -148,6 +149,9 @@ export function composeAccount(parts: TraceStep[][], settleMs: number, alone = f
   ];
   return { steps, checks: [{ judge: 'accountCharged', args }] };
 }
+
+/** The account's reproduction judged by the account alone, as the run judges it: without holding each session to one settlement. */
+export const accountAlone = (composed: ComposedReproduction): ComposedReproduction => ({ steps: composed.steps, checks: composed.checks.map(({ judge, args }) => ({ judge, args: args.slice(0, 6) })) });
 
 /**
  * The reproduction of the sequences rule: the failing history's part of the test's trace (from its

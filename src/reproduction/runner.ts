@@ -34,9 +34,15 @@ const SHORT_PLAN_MS = 20_000;
  * into it again: the same caller first sends requests like it on jobs nobody has, a few at once,
  * until one is refused with 429; at most this many, for at most this long.
  */
-const DRAIN = { requests: 1_000, ms: 60_000, atOnce: 4 };
+export const DRAIN = { requests: 1_000, ms: 60_000, atOnce: 4 };
 
-export async function reproduce(plan: Plan, env = process.env, print: (line: string) => void = console.log): Promise<0 | 1 | 2> {
+/** Where a replay within a run tells the run's ledger of the jobs it creates and the sessions it ends (caller roles, not keys). */
+export interface SessionTracking {
+  created(jobId: string, as: string): void;
+  ended(jobId: string, as: string, status: number): void;
+}
+
+export async function reproduce(plan: Plan, env = process.env, print: (line: string) => void = console.log, tracking?: SessionTracking): Promise<0 | 1 | 2> {
   const baseURL = env.BASE_URL?.replace(/\/+$/, '');
   const keys = { apiKey: env.API_KEY ?? '', foreignApiKey: env.FOREIGN_API_KEY ?? '', burstApiKey: env.BURST_API_KEY };
   const needed = [['BASE_URL', baseURL], ['API_KEY', keys.apiKey], ...(plan.steps.some((step) => step.as === 'foreign') ? [['FOREIGN_API_KEY', keys.foreignApiKey]] : []), ...(plan.steps.some((step) => step.as === 'burst') ? [['BURST_API_KEY', keys.burstApiKey]] : [])];
@@ -55,11 +61,12 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     for (const [old, now] of jobs) text = text.replace(new RegExp(old.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'), (id) => (id !== id.toLowerCase() && id === id.toUpperCase() ? now.toUpperCase() : now));
     return text;
   };
+  const newAgent = (maxSockets: number) => new (baseURL!.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets });
   const connections = new Map<number, http.Agent>();
   const agentOf = (step: TraceStep) => {
     const key = step.pooled ? 0 : step.connection;
     if (key === undefined) return undefined;
-    if (!connections.has(key)) connections.set(key, new (baseURL!.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets: step.pooled ? 256 : 1 }));
+    if (!connections.has(key)) connections.set(key, newAgent(step.pooled ? 256 : 1));
     return connections.get(key);
   };
   const send = async (step: Pick<TraceStep, 'method' | 'path' | 'data' | 'as' | 'on429'> & { status?: number }, agent?: http.Agent): Promise<Answer> => {
@@ -83,22 +90,22 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     }
   };
 
-  // Until the team's limit refuses one (429), or the bound: whether it did.
+  // Stops of jobs nobody has (they open nothing), until the team's limit refuses one (429) or the bound: whether it did.
   const drain = async (step: TraceStep): Promise<boolean> => {
-    const agent = new (baseURL!.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets: DRAIN.atOnce });
+    const agent = newAgent(DRAIN.atOnce);
     const until = performance.now() + DRAIN.ms;
     let sent = 0;
     let refused = false;
     const sender = async () => {
       while (!refused && sent < DRAIN.requests && performance.now() < until) {
         sent++;
-        const answer = await send({ method: step.method, path: interactPath(randomUUID()), data: step.data, as: step.as, on429: 'once' }, agent).catch(() => undefined);
+        const answer = await send({ method: 'DELETE', path: interactPath(randomUUID()), as: step.as, on429: 'once' }, agent).catch(() => undefined);
         if (answer?.status === 429) refused = true;
       }
     };
     await Promise.all(Array.from({ length: DRAIN.atOnce }, sender));
     agent.destroy();
-    print(refused ? `(the ${step.as}'s requests on jobs nobody has met the team's rate limit after ${sent}: #${step.seq} is sent into it, as in the run)` : `(the ${step.as}'s ${sent} requests on jobs nobody has met no rate limit: #${step.seq} is sent without one)`);
+    print(refused ? `(the ${step.as}'s stops of jobs nobody has met the team's rate limit after ${sent}: #${step.seq} is sent into it, as in the run)` : `(the ${step.as}'s ${sent} stops of jobs nobody has met no rate limit: #${step.seq} is sent without one)`);
     return refused;
   };
 
@@ -118,11 +125,15 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
       const created = answer.body?.data?.metadata?.scrapeId;
       if (answer.status !== 200 || typeof created !== 'string') throw new CouldNotTell(`the scrape that creates the job answered ${answer.status}, not 200 with a job id`);
       jobs.set(step.createdJob.toLowerCase(), created);
+      tracking?.created(created, step.as);
     }
     const job = JOB_OF_PATH.exec(answer.path)?.[1];
     // A session it may have opened (200, or an interact that failed on the server's side) is stopped before it exits; one its owner stopped is not.
     if (job && step.method === 'POST' && (answer.status === 200 || answer.status >= 500)) opened.set(job.toLowerCase(), { jobId: job, as: step.as });
-    if (job && step.method === 'DELETE' && ['owner', 'burst'].includes(step.as) && (answer.status === 200 || answer.status === 404)) opened.delete(job.toLowerCase());
+    if (job && step.method === 'DELETE' && ['owner', 'burst'].includes(step.as) && (answer.status === 200 || answer.status === 404)) {
+      opened.delete(job.toLowerCase());
+      tracking?.ended(job, step.as, answer.status);
+    }
     if (step.provisions && step.status === 200 && answer.status !== 200) throw new CouldNotTell(`the session could not be opened: ${answer.method} ${answer.path} answered ${answer.status}`);
     return answer;
   };
@@ -144,8 +155,8 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
         } catch (error) {
           const message = redact(String((error as Error).message)).replace(/\u001b\[[0-9;]*m/g, '');
           if ((error as Error).name === 'DeclaredBehaviour' && !check.deviation) print(`HOLDS ${check.check}, as the target's known-deviations file declares: ${message.split('\n')[0]}`);
-          else if ((error as Error).name === 'RunError') {
-            // What the run would call an error of the run (a burst too slow to tell a limit from none): no verdict on the target.
+          else if ((error as Error).name === 'RunError' || error instanceof TypeError || error instanceof RangeError) {
+            // What the run would call an error of the run (a burst too slow to tell a limit from none), or a check that could not judge what came back: no verdict on the target.
             print(`COULD NOT TELL ${check.check}: ${message.split('\n')[0]}`);
             if (verdict === 0) verdict = 2;
           } else {
@@ -159,7 +170,7 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
       print(`COULD NOT TELL: ${error.message}`);
       verdict = 2;
     } finally {
-      await stopOpened(opened, (jobId, as) => send({ method: 'DELETE', path: interactPath(jobId), as, on429: 'retry' }), print);
+      await stopOpened(opened, (jobId, as) => send({ method: 'DELETE', path: interactPath(jobId), as, on429: 'retry' }), print, tracking);
       opened.clear();
       connections.forEach((agent) => agent.destroy());
       connections.clear();
@@ -232,9 +243,10 @@ function revive(value: Serialized, answers: Answer[], replace: (text: string) =>
   return value;
 }
 
-async function stopOpened(opened: Map<string, { jobId: string; as: string }>, stop: (jobId: string, as: string) => Promise<Answer>, print: (line: string) => void): Promise<void> {
+async function stopOpened(opened: Map<string, { jobId: string; as: string }>, stop: (jobId: string, as: string) => Promise<Answer>, print: (line: string) => void, tracking?: SessionTracking): Promise<void> {
   for (const { jobId, as } of opened.values()) {
     const answer = await stop(jobId, as).catch((error: Error) => error);
+    if (!(answer instanceof Error) && (answer.status === 200 || answer.status === 404)) tracking?.ended(jobId, as, answer.status);
     print(answer instanceof Error ? `Could not stop the session of ${jobId} it opened: ${answer.message}` : `Stopped the session of ${jobId} it opened → ${answer.status}`);
   }
 }

@@ -9,10 +9,11 @@ import { RunError } from '../../src/config/errors';
 import { summary, type Answer } from '../../src/domain/client';
 import { spec, TEST_IDS } from '../../src/config/rules';
 import { judge } from '../../src/domain/named-checks';
-import { ACCOUNT_READING, composeAccount, composeLeaks, composeStrays, stepsOfJob } from '../../src/reproduction/compose';
+import { STRAY_SETTLEMENTS } from '../../src/domain/run-judges';
+import { ACCOUNT_READING, accountAlone, composeAccount, composeLeaks, composeStrays, stepsOfJob } from '../../src/reproduction/compose';
 import type { TraceStep } from '../../src/reproduction/trace';
 import { describeSettlement, isNewCharge } from '../../src/domain/settlements';
-import { lengthOf, replayComposed } from '../../src/reproduction/confirm';
+import { replayBudgetMs, replayComposed } from '../../src/reproduction/confirm';
 
 // In this order, whatever the first finds (their project is not fully parallel): the sweep's stops settle what it finds, and the account check then counts them.
 
@@ -35,7 +36,7 @@ test(
       'nothing-stopped-unasked',
       () => {
         const stray = strays.map(({ jobId, identity, ...settled }) => `the ${identity}'s stop of ${jobId} settled ${describeSettlement(settled)}`);
-        expect(stray, 'a stop of a job that never had a session (a random id, a scrape job without one) must find nothing (404) and change nothing; these settled a session, which can only have been another one').toEqual([]);
+        expect(stray, STRAY_SETTLEMENTS).toEqual([]);
       },
       // Its reproduction: the requests of the tests that sent those stops, up to them.
       () => composeStrays(strays.map(({ jobId }) => jobId), TEST_IDS.map((test) => coordination.loadTrace<TraceStep>(test) ?? [])),
@@ -74,10 +75,11 @@ test(
     const charged = verdict.jobs ? composeAccount([[ACCOUNT_READING], ...verdict.jobs.flatMap(partsOf), readings], settings.accountSettleMs) : undefined;
     if (verdict.outcome === 'fail' && charged) {
       // Sessions blamed by the sum of their settlements may add up to the excess by chance: replayed alone, they must be charged again.
-      testInfo.setTimeout(testInfo.timeout + 3 * (lengthOf(charged) + settings.accountSettleMs + settings.requestTimeoutMs));
+      testInfo.setTimeout(testInfo.timeout + replayBudgetMs(charged, settings));
       const blamed = verdict.message;
+      const nameOf = (role: string) => Object.values(identities).flatMap((identity) => (identity && !Array.isArray(identity) && identity.role === role ? [identity.name] : []))[0] ?? role;
       const again = await test.step('the sessions blamed, replayed alone: the account must be charged again', () =>
-        replayComposed(settings, api.target, { id: 'stop-is-final/account', title: testInfo.title, check: 'charged-as-settled', message: blamed }, charged),
+        replayComposed(settings, api.target, { id: 'stop-is-final/account', title: testInfo.title, check: 'charged-as-settled', message: blamed }, accountAlone(charged), ledger, nameOf),
       );
       await testInfo.attach('the blamed sessions replayed', { body: again.output, contentType: 'text/plain' });
       if (again.verdict === 0) verdict = { outcome: 'not verifiable', message: `${blamed}; but replayed alone, those sessions were charged once each (attached): the excess is not theirs` };
