@@ -14,7 +14,7 @@ import type { Answer } from '../src/domain/answer';
 import { Trace } from '../src/reproduction/trace';
 import { writeReproduction } from '../src/reproduction/write';
 import { planOf, type Plan } from '../src/reproduction/plan';
-import { reproduce } from '../src/reproduction/runner';
+import { replaySteps, reproduce } from '../src/reproduction/runner';
 import { createReferenceServer } from '../reference/server';
 import { keysOf } from '../src/domain/target';
 import { variants } from './variants';
@@ -99,4 +99,17 @@ test("a stop the run sent into the team's rate limit is sent into it again: a ta
   } finally {
     await Promise.all(servers.map((server) => server.close()));
   }
+});
+
+test('the requests the run sent while a request went into the limit wait for its drain, and still go at once with it', async () => {
+  const stop = (seq: number, sentAt: number, limited: boolean) => ({ seq, method: 'DELETE', path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact', as: 'owner', on429: 'retry' as const, sentAt, receivedAt: sentAt + 100, status: 200, ...(limited ? { limited: true as const } : {}) });
+  const sent: number[] = [];
+  const start = performance.now();
+  await replaySteps([stop(0, 0, true), stop(1, 10, false), stop(2, 500, false)], async (step) => {
+    sent[step.seq] = performance.now() - start;
+    return { receivedAt: performance.now() } as Answer;
+  }, [], () => new Promise((resolve) => setTimeout(resolve, 300)));
+  assert.ok(sent[0] >= 290 && sent[1] >= 290, `both after the drain: ${sent.map(Math.round)}`);
+  assert.ok(Math.abs(sent[1] - sent[0]) < 60, `at once: ${sent.map(Math.round)}`);
+  assert.ok(sent[2] - sent[0] >= 380, `the next after its pause: ${sent.map(Math.round)}`);
 });

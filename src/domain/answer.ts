@@ -19,6 +19,8 @@ export interface Answer {
   sentAt: number;
   receivedAt: number;
   attempts: number;
+  /** Every 429 before this answer was a cap's on the team's live sessions, none a rate limit's. */
+  onlyCapped?: true;
   /** Sent on a kept-alive connection that had already carried a request (`connection` in SendOptions). */
   reusedConnection?: boolean;
   /** A 429's words read (limits.ts), and whether the rate's window had room when it was sent, where the run knows the rate. */

@@ -149,6 +149,8 @@ export function createClient(options: ClientOptions) {
       // A burst's spell lasts its sends, at most a few requests' timeouts, and, on a limit it shares, its recovery.
       const spellDeadline = deadline + 4 * settings.requestTimeoutMs;
       let told = false;
+      // Whether a 429 before the answer was a limit's, not only a cap's on live sessions (a reproduction sends such a request into the limit again).
+      let limitRefused = false;
       try {
         for (let attempts = 1; ; attempts++) {
           const planned = schedule?.rate() !== undefined;
@@ -197,6 +199,7 @@ export function createClient(options: ClientOptions) {
             const wait = schedule?.rate() ? Math.min(100 * 2 ** (attempts - 1), 2_000) : retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
             // A cap's refusal of an interact that would open a session waits for a slot, not for a limiter to recover: not a back-off.
             const capped = request.opens && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true));
+            if (!capped) limitRefused = true;
             if (capped) deadline = Math.min(deadline + wait, latest);
             else if (!schedule?.rate()) queue?.join();
             // Once per request that waits long: which team, why, and for how long so far.
@@ -220,6 +223,7 @@ export function createClient(options: ClientOptions) {
               );
             }
           }
+          if (attempts > 1 && !limitRefused) answer.onlyCapped = true;
           await record(options, answer, request);
           return answer;
         }

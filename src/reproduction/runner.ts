@@ -112,8 +112,6 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
   const answers: Answer[] = [];
   const opened = new Map<string, { jobId: string; as: string }>();
   const replay = async (step: TraceStep): Promise<Answer> => {
-    // A request the run sent into the team's limit (it was refused, or retried after a 429) goes into it again.
-    if ((step.limited || step.status === 429) && !step.pooled && JOB_OF_PATH.test(step.path)) await drain(step);
     let answer = await send(step, agentOf(step));
     // A session opened just after its scrape may not be found yet: tried again, as the run does.
     for (let waitMs = 100, since = performance.now(); step.provisions && step.status === 200 && answer.status === 404 && performance.now() - since < PROVISIONING_RACE_MS; waitMs *= 2) {
@@ -143,7 +141,7 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     answers.length = 0;
     let verdict: 0 | 1 | 2 = 0;
     try {
-      await replaySteps(plan.steps, replay, answers);
+      await replaySteps(plan.steps, replay, answers, drain);
       for (const check of plan.checks) {
         const call = { judge: check.judge, args: check.args.map((arg) => revive(arg, answers, replace)) } as CheckCall;
         try {
@@ -198,24 +196,38 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
   return verdict;
 }
 
+/** A request the run sent into the team's limit (answered 429, or retried after a limit's 429): the replay sends it into the limit again. */
+const intoTheLimit = (step: TraceStep) => (step.limited === true || step.status === 429) && !step.pooled && JOB_OF_PATH.test(step.path);
+
 /**
  * The steps in their order, each sent once every step answered before it was sent in the run has
  * answered here too, after the same pause as in the run: holds keep their length on a target of
- * any speed, and requests the run sent at once go at once.
+ * any speed, and requests the run sent at once go at once. A step sent into the limit is preceded
+ * by `drain`; the steps the run sent while it was on its way wait for that drain too.
  */
-async function replaySteps(steps: TraceStep[], replay: (step: TraceStep) => Promise<Answer>, answers: Answer[]): Promise<void> {
+export async function replaySteps(steps: TraceStep[], replay: (step: TraceStep) => Promise<Answer>, answers: Answer[], drain: (step: TraceStep) => Promise<unknown>): Promise<void> {
   const done: Promise<Answer>[] = [];
+  const drained: Promise<void>[] = [];
   const start = performance.now();
   const first = Math.min(...steps.map((step) => step.sentAt));
   let failed = false;
   for (const step of steps) {
     const before = steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt);
+    const alongside = steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt > step.sentAt && intoTheLimit(earlier));
+    let ready!: () => void;
+    drained[step.seq] = new Promise<void>((resolve) => (ready = resolve));
     done[step.seq] = (async () => {
-      const previous = await Promise.all(before.map((earlier) => done[earlier.seq]));
-      const last = before.reduce<TraceStep | undefined>((latest, earlier) => (!latest || earlier.receivedAt > latest.receivedAt ? earlier : latest), undefined);
-      const from = last ? Math.max(...previous.map((answer) => answer.receivedAt)) : start;
-      const pause = step.sentAt - (last ? last.receivedAt : first);
-      await sleep(Math.max(0, from + pause - performance.now()));
+      try {
+        const previous = await Promise.all(before.map((earlier) => done[earlier.seq]));
+        const last = before.reduce<TraceStep | undefined>((latest, earlier) => (!latest || earlier.receivedAt > latest.receivedAt ? earlier : latest), undefined);
+        const from = last ? Math.max(...previous.map((answer) => answer.receivedAt)) : start;
+        const pause = step.sentAt - (last ? last.receivedAt : first);
+        await sleep(Math.max(0, from + pause - performance.now()));
+        if (!failed && !step.superseded && intoTheLimit(step)) await drain(step);
+      } finally {
+        ready();
+      }
+      await Promise.all(alongside.map((earlier) => drained[earlier.seq]));
       // Once a step could not be replayed, nothing more is sent; a provisioning attempt the run retried is not sent again.
       if (failed || step.superseded) return { receivedAt: performance.now() } as Answer;
       return (answers[step.seq] = await replay(step).catch((error) => {

@@ -25,7 +25,7 @@ export interface TraceStep {
   sentAt: number;
   receivedAt: number;
   status: number;
-  /** The run met the team's rate limit (429) before this answer: the fault may need that limit. */
+  /** The run met the team's rate limit (429, not a cap's on live sessions) before this answer: the fault may need that limit. */
   limited?: true;
   /** The job a scrape created, which later steps name. */
   createdJob?: string;
@@ -65,7 +65,7 @@ export class Trace {
       sentAt: +(answer.sentAt - this.origin).toFixed(1),
       receivedAt: +(answer.receivedAt - this.origin).toFixed(1),
       status: answer.status,
-      ...(answer.attempts > 1 ? { limited: true as const } : {}),
+      ...(answer.attempts > 1 && !answer.onlyCapped ? { limited: true as const } : {}),
       ...(typeof createdJob === 'string' ? { createdJob } : {}),
     });
   }
