@@ -90,6 +90,10 @@ export interface ClientOptions {
 
 export type Client = ReturnType<typeof createClient>;
 
+/** How long the last stops on each target took, in this process (not the burst's): a refusal's hold is sized from the slowest. */
+const recentStops = new Map<string, number[]>();
+const RECENT_STOPS = 8;
+
 export function createClient(options: ClientOptions) {
   const { target, settings, coordination } = options;
   const controller = new AbortController();
@@ -104,6 +108,8 @@ export function createClient(options: ClientOptions) {
     target,
     coordination,
     backoffBudgetMs: settings.backoffBudgetMs,
+    /** The longest of the last few stops' exchanges on this target (ms): how long a stop may take now. */
+    slowStopMs: () => Math.max(0, ...(recentStops.get(target.baseURL) ?? [])),
     /** Aborted by `cancel`: the client's requests and back-off waits end at once. */
     signal,
     cancel: () => {
@@ -177,6 +183,7 @@ export function createClient(options: ClientOptions) {
             spell?.leave();
           }
           countRequest(request.as.team ?? 'keyless', JOB_OF_PATH.test(request.path), answer.status);
+          if (request.method === 'DELETE' && !request.pooled) recentStops.set(target.baseURL, [...(recentStops.get(target.baseURL) ?? []), answer.receivedAt - answer.sentAt].slice(-RECENT_STOPS));
           if (schedule && at !== undefined) {
             schedule.left(at, Date.now() - (performance.now() - answer.sentAt));
             if (answer.status === 429) answer.refusal = judge(schedule, at, answer, request);
