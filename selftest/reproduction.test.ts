@@ -14,6 +14,7 @@ import type { Answer } from '../src/domain/answer';
 import { Trace } from '../src/reproduction/trace';
 import { writeReproduction } from '../src/reproduction/write';
 import { planOf, type Plan } from '../src/reproduction/plan';
+import { composeHistory } from '../src/reproduction/compose';
 import { replaySteps, reproduce } from '../src/reproduction/runner';
 import { createReferenceServer } from '../reference/server';
 import { keysOf } from '../src/domain/target';
@@ -112,4 +113,53 @@ test('the requests the run sent while a request went into the limit wait for its
   assert.ok(sent[0] >= 290 && sent[1] >= 290, `both after the drain: ${sent.map(Math.round)}`);
   assert.ok(Math.abs(sent[1] - sent[0]) < 60, `at once: ${sent.map(Math.round)}`);
   assert.ok(sent[2] - sent[0] >= 380, `the next after its pause: ${sent.map(Math.round)}`);
+});
+
+test("a history's reproduction keeps the request each of its kept-alive connections carried before it, whatever its job", () => {
+  const trace = new Trace();
+  const owner = { name: 'owner team', role: 'owner', authorization: 'Bearer x', owner: true as const };
+  const noKey = { name: 'no key', role: 'noKey', withoutValidKey: true as const };
+  const connection = {};
+  const answer = (method: string, path: string, at: number, body?: Record<string, unknown>): Answer => ({ method, path, status: 200, headers: {}, text: '', body, sentAt: at, receivedAt: at + 1, attempts: 1 });
+  const [jobA, jobB] = ['3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b', '4e3b2d5f-9c8e-4f70-8b1c-2d3e4f5a6b7c'];
+  const record = (method: string, path: string, at: number, as: object, extra: Record<string, unknown> = {}, body?: Record<string, unknown>) => {
+    const one = answer(method, path, at, body);
+    trace.record(one, { method, path, as, ...extra } as never);
+    return one;
+  };
+  record('POST', '/v2/scrape', 0, owner, {}, { data: { metadata: { scrapeId: jobA } } });
+  record('DELETE', `/v2/scrape/${jobA}/interact`, 10, owner, { connection });
+  record('POST', '/v2/scrape', 20, owner, {}, { data: { metadata: { scrapeId: jobB } } });
+  record('POST', `/v2/scrape/${jobB}/interact`, 30, owner, { provisions: true });
+  const refused = record('DELETE', `/v2/scrape/${jobB}/interact`, 40, noKey, { connection });
+  const composed = composeHistory(trace, { call: { judge: 'modelRefusedStop', args: [refused, undefined, []] }, from: 2, to: 5 })!;
+  const steps = composed.steps as { seq: number; method: string; path: string; as: string; connection?: number; provisions?: true }[];
+  assert.deepEqual(steps.map((step) => `${step.method} ${step.as} ${step.connection ?? '-'}`), ['DELETE owner 1', 'POST owner -', 'POST owner -', 'DELETE noKey 1'], 'the owner\'s earlier request on that connection comes first');
+  assert.ok(steps[0].path.includes(jobA));
+  assert.deepEqual(composed.checks[0].args[0], { $answer: 3 });
+});
+
+test("the account's reproduction tells a session opened again on a job from its first one, even with the same figures", async () => {
+  const { runJudge } = await import('../src/domain/named-checks').then((module) => ({ runJudge: (judge: string, args: unknown[]) => module.runCheck({ judge, args } as never) }));
+  const at = { n: 0 };
+  const answer = (method: string, path: string, status: number, body?: Record<string, unknown>): Answer => ({ method, path, status, headers: {}, text: '', body, sentAt: ++at.n, receivedAt: ++at.n, attempts: 1 });
+  const job = '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact';
+  const reading = (remaining: number) => answer('GET', '/v2/team/credit-usage', 200, { data: { remainingCredits: remaining } });
+  const settled = { success: true, status: 'stopped', sessionDurationMs: 1000, creditsBilled: 0.033333 };
+  const before = reading(100);
+  const scrape = answer('POST', '/v2/scrape', 200, { data: { metadata: { creditsUsed: 1 } } });
+  const opened = answer('POST', job, 200);
+  const first = answer('DELETE', job, 200, settled);
+  const reopened = answer('POST', job, 200);
+  const second = answer('DELETE', job, 200, settled);
+  const after = [reading(98.933334), reading(98.933334)];
+  const judged = (interacts?: Answer[]) => {
+    try {
+      return runJudge('accountCharged', [before, after, [scrape], [first, second], 10_000, false, interacts]) ?? 'pass';
+    } catch (error) {
+      return `fail: ${(error as Error).message.split('\n')[0]}`;
+    }
+  };
+  assert.equal(judged([opened, reopened]), 'pass', 'two sessions, each charged once');
+  assert.match(String(judged([opened])), /exactly what this session settled again/, 'without the interact between, the second answer repeats the first settlement, and the account was charged for it again');
 });

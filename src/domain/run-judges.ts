@@ -13,24 +13,31 @@ import { expect } from '../checks/expect';
 const jobOf = (answer: Answer) => (JOB_OF_PATH.exec(answer.path)?.[1] ?? answer.path).toLowerCase();
 
 /**
- * Stops that settled a job's session anew though no interact answered 200 on the job since its
- * last settlement. An interact counts from when it was sent, a stop from when its answer came: an
- * interact sent while a stop was on its way may have opened the session that stop settled.
+ * The stops of each session, job by job: an interact answered 200 after a settlement of the job
+ * opened another session (whose settlement may have the same figures, on a whole-second clock).
+ * With the stops that settled a session anew: a stopped session charged again. An interact counts
+ * from when it was sent, a stop from when its answer came: an interact sent while a stop was on
+ * its way may have opened the session that stop settled.
  */
-function settledAnew(stops: Answer[], interacts: Answer[]): string[] {
-  const last = new Map<string, Answer>();
-  const again: string[] = [];
+function sessionsOf(stops: Answer[], interacts: Answer[]): { jobId: string; stops: Answer[] }[] & { settledAnew: string[] } {
+  const sessions: { jobId: string; stops: Answer[] }[] = [];
+  const current = new Map<string, { jobId: string; stops: Answer[] }>();
+  const settledAnew: string[] = [];
   const at = (answer: Answer) => (answer.method === 'POST' ? answer.sentAt : answer.receivedAt);
   for (const answer of [...stops, ...interacts].sort((a, b) => at(a) - at(b))) {
     const job = jobOf(answer);
+    let session = current.get(job);
+    const last = session?.stops.filter((stop) => settlementOf(stop)).at(-1);
     if (answer.method === 'POST') {
-      if (answer.status === 200) last.delete(job);
-    } else if (settlementOf(answer)) {
-      if (last.has(job) && isNewCharge(answer, last.get(job))) again.push(`${summary(answer)} after ${describeSettlement(settlementOf(last.get(job)!)!)}`);
-      last.set(job, answer);
+      if (answer.status === 200 && last) current.delete(job);
+      continue;
     }
+    if (!session) current.set(job, (session = { jobId: job, stops: [] }));
+    if (!session.stops.length) sessions.push(session);
+    if (last && isNewCharge(answer, last)) settledAnew.push(`${summary(answer)} after ${describeSettlement(settlementOf(last)!)}`);
+    session.stops.push(answer);
   }
-  return again;
+  return Object.assign(sessions, { settledAnew });
 }
 
 export const STRAY_SETTLEMENTS = 'a stop of a job that never had a session (a random id, a scrape job without one) must find nothing (404) and change nothing; these settled a session, which can only have been another one';
@@ -107,10 +114,10 @@ export const RUN_JUDGES = {
   accountCharged(before: Answer, after: Answer[], scrapes: Answer[], stops: Answer[], settleMs: number, alone = false, interacts?: (Answer | undefined)[]): Verdict {
     const remaining = (answer: Answer) => answer.body?.data?.remainingCredits as number;
     if (![before, ...after].every((answer) => answer.status === 200 && typeof remaining(answer) === 'number')) return { notVerifiable: `the account could not be read (${CREDIT_USAGE_PATH})` };
-    const jobs = new Map<string, Answer[]>();
-    for (const stop of stops) jobs.set(jobOf(stop), [...(jobs.get(jobOf(stop)) ?? []), stop]);
-    if (!alone && interacts) expect(settledAnew(stops, interacts.filter((answer): answer is Answer => answer !== undefined)), 'a stopped session is never charged again: a stop answered with a new settlement though no interact opened a session since the last one').toEqual([]);
-    const settlements = [...jobs].map(([jobId, answers]) => ({ jobId, settled: distinctSettlements(answers), reports: answers.filter((answer) => settlementOf(answer)).length }));
+    // Without the interacts (a plan written before they were given), a job's stops are one session's.
+    const sessions = sessionsOf(stops, (interacts ?? []).filter((answer): answer is Answer => answer !== undefined));
+    if (!alone && interacts) expect(sessions.settledAnew, 'a stopped session is never charged again: a stop answered with a new settlement though no interact opened a session since the last one').toEqual([]);
+    const settlements = sessions.map(({ jobId, stops: answers }) => ({ jobId, settled: distinctSettlements(answers), reports: answers.filter((answer) => settlementOf(answer)).length }));
     const prices = scrapes.map((scrape) => scrape.body?.data?.metadata?.creditsUsed);
     const spending = { settlements, scrapes: { count: scrapes.length, credits: prices.filter((price) => typeof price === 'number').reduce((sum, price) => sum + price, 0), unpriced: prices.filter((price) => typeof price !== 'number').length } };
     const [last, closing] = after.slice(-2).map(remaining);

@@ -154,6 +154,21 @@ export function composeAccount(parts: TraceStep[][], settleMs: number, alone = f
 export const accountAlone = (composed: ComposedReproduction): ComposedReproduction => ({ steps: composed.steps, checks: composed.checks.map(({ judge, args }) => ({ judge, args: args.slice(0, 6) })) });
 
 /**
+ * `kept` steps of a trace, each kept-alive connection they use with the request it carried before
+ * them (whatever its job): a target that ties a connection to the last key it saw shows it only so.
+ * Such a request names a job the replay never creates: it opens nothing, and nothing judges it.
+ */
+function withConnectionsPrimed(all: TraceStep[], kept: TraceStep[]): TraceStep[] {
+  const seqs = new Set(kept.map((step) => step.seq));
+  const primers = kept.flatMap((step) => {
+    const before = step.connection === undefined ? undefined : all.slice(0, step.seq).reverse().find((earlier) => earlier.connection === step.connection);
+    return before && !seqs.has(before.seq) ? [before] : [];
+  });
+  const primed = new Set(primers.map((step) => step.seq));
+  return all.filter((step) => seqs.has(step.seq) || primed.has(step.seq)).map((step) => (primed.has(step.seq) ? { ...step, provisions: undefined, superseded: undefined, createdJob: undefined } : step));
+}
+
+/**
  * The reproduction of the sequences rule: the failing history's part of the test's trace (from its
  * provisioning to the step that broke the model), and the named check that step failed.
  */
@@ -161,7 +176,8 @@ export function composeHistory(own: Trace, { call, from, to }: { call: NamedCall
   // All of it, other histories' requests too where they ran beside it (the fault may need them), but those on jobs created before it began: they cannot be replayed.
   const part = own.steps.slice(from, to);
   const created = new Set(part.flatMap((step) => (step.createdJob ? [step.createdJob.toLowerCase()] : [])));
-  const { steps, seqOf } = composeSteps([part.filter((step) => !JOB_OF_PATH.test(step.path) || created.has(JOB_OF_PATH.exec(step.path)![1].toLowerCase()))]);
+  const kept = part.filter((step) => !JOB_OF_PATH.test(step.path) || created.has(JOB_OF_PATH.exec(step.path)![1].toLowerCase()));
+  const { steps, seqOf } = composeSteps([withConnectionsPrimed(own.steps, kept)]);
   let outside = false;
   const local = (value: Serialized): Serialized => {
     if (Array.isArray(value)) return value.map(local);
