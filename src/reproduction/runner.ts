@@ -185,9 +185,9 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     print(`A fault of order or timing does not show every time: again (${tried + 1} of ${ATTEMPTS}).`);
     verdict = await attempt();
   }
-  // In the run, the team's rate limit refused a stop, or an answer the checks judge, before its answer came; where the replay could not send it into the limit again, a fault that needs the limit cannot show.
+  // In the run, the team's rate limit refused a stop, or an interact the checks judge, before its answer came; where the replay could not send it into the limit again, a fault that needs the limit cannot show (a scrape or an account reading that met it is not this operation's).
   const judged = new Set(answerRefs(plan.checks.map((check) => check.args)));
-  const unmet = plan.steps.filter((step) => step.limited && !step.pooled && (judged.has(step.seq) || step.method === 'DELETE') && (answers[step.seq]?.attempts ?? 0) <= 1);
+  const unmet = plan.steps.filter((step) => step.limited && intoTheLimit(step) && (judged.has(step.seq) || step.method === 'DELETE') && (answers[step.seq]?.attempts ?? 0) <= 1);
   if (verdict === 0 && unmet.length) {
     print(`COULD NOT TELL: in the run, ${unmet.length} of these requests met the team's rate limit (429) before their answer (#${unmet.map((step) => step.seq).join(', #')}), and here they did not; the fault may need it.`);
     verdict = 2;
