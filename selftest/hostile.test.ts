@@ -380,8 +380,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
       message: /the back-off budget \(BACKOFF_BUDGET_MS=4000\) is used up/,
       left: -1,
       // As case 14; and where a team's own requests filled the minute its words name, a place in it is waited for,
-      // in the test, in its teardown and in the command's last stops, each at most a test's length. Four sessions are stranded (foreign-team's three tests' and unknown-job/others-survive's): a back-off each.
-      budget: 5 * 4 + 3 * 10,
+      // in the test, in its teardown and in the command's last stops, each at most a test's length.
+      budget: 4 * 4 + 3 * 10,
     },
     {
       name: '15. every interact hangs (the session is created), five rules',
