@@ -153,13 +153,14 @@ test("the account's reproduction tells a session opened again on a job from its 
   const reopened = answer('POST', job, 200);
   const second = answer('DELETE', job, 200, settled);
   const after = [reading(98.933334), reading(98.933334)];
-  const judged = (interacts?: Answer[]) => {
+  const judged = (interacts?: Answer[], rebills = true) => {
     try {
-      return runJudge('accountCharged', [before, after, [scrape], [first, second], 10_000, false, interacts]) ?? 'pass';
+      return runJudge('accountCharged', [before, after, [scrape], [first, second], 10_000, false, interacts, rebills]) ?? 'pass';
     } catch (error) {
       return `fail: ${(error as Error).message.split('\n')[0]}`;
     }
   };
   assert.equal(judged([opened, reopened]), 'pass', 'two sessions, each charged once');
+  assert.equal(judged([opened, reopened], false), 'pass', 'the account alone (the run replaying the sessions it blames) tells them apart too');
   assert.match(String(judged([opened])), /exactly what this session settled again/, 'without the interact between, the second answer repeats the first settlement, and the account was charged for it again');
 });

@@ -19,7 +19,7 @@ export interface Answer {
   sentAt: number;
   receivedAt: number;
   attempts: number;
-  /** Every 429 before this answer was a cap's on the team's live sessions, none a rate limit's. */
+  /** Every 429 it met, this one's included, was a cap's on the team's live sessions, none a rate limit's. */
   onlyCapped?: true;
   /** Sent on a kept-alive connection that had already carried a request (`connection` in SendOptions). */
   reusedConnection?: boolean;

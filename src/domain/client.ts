@@ -90,9 +90,11 @@ export interface ClientOptions {
 
 export type Client = ReturnType<typeof createClient>;
 
-/** How long the last stops on each target took, in this process (not the burst's): a refusal's hold is sized from the slowest. */
+/** How long the last stops on each target took, in this process (answered 200 or 404, not the burst's): a refusal's hold is sized from the slowest, up to SLOW_STOP_CAP_MS. */
 const recentStops = new Map<string, number[]>();
 const RECENT_STOPS = 8;
+/** A target whose stops take longer makes the refusal tests not verifiable rather than hold each session for minutes. */
+const SLOW_STOP_CAP_MS = 2_000;
 
 export function createClient(options: ClientOptions) {
   const { target, settings, coordination } = options;
@@ -109,7 +111,7 @@ export function createClient(options: ClientOptions) {
     coordination,
     backoffBudgetMs: settings.backoffBudgetMs,
     /** The longest of the last few stops' exchanges on this target (ms): how long a stop may take now. */
-    slowStopMs: () => Math.max(0, ...(recentStops.get(target.baseURL) ?? [])),
+    slowStopMs: () => Math.min(SLOW_STOP_CAP_MS, Math.max(0, ...(recentStops.get(target.baseURL) ?? []))),
     /** Aborted by `cancel`: the client's requests and back-off waits end at once. */
     signal,
     cancel: () => {
@@ -157,8 +159,15 @@ export function createClient(options: ClientOptions) {
       let told = false;
       // Whether a 429 before the answer was a limit's, not only a cap's on live sessions (a reproduction sends such a request into the limit again).
       let limitRefused = false;
+      const isCap = (answer: Answer) => request.opens === true && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true));
+      // Every 429 so far, this answer's included, was a cap's: what a reproduction must not send into the rate limit.
+      const onlyCapped = (answer: Answer) => {
+        if (!limitRefused && (attemptsSoFar > 1 || answer.status === 429) && (answer.status !== 429 || isCap(answer))) answer.onlyCapped = true;
+      };
+      let attemptsSoFar = 0;
       try {
         for (let attempts = 1; ; attempts++) {
+          attemptsSoFar = attempts;
           const planned = schedule?.rate() !== undefined;
           // Once the rate is known, the schedule keeps the order; before, the back-off queue does.
           const hadTurn = queue && !planned ? await queue.turn(deadline, signal).catch(cancelled('waiting its turn after 429')) : true;
@@ -183,7 +192,7 @@ export function createClient(options: ClientOptions) {
             spell?.leave();
           }
           countRequest(request.as.team ?? 'keyless', JOB_OF_PATH.test(request.path), answer.status);
-          if (request.method === 'DELETE' && !request.pooled) recentStops.set(target.baseURL, [...(recentStops.get(target.baseURL) ?? []), answer.receivedAt - answer.sentAt].slice(-RECENT_STOPS));
+          if (request.method === 'DELETE' && !request.pooled && (answer.status === 200 || answer.status === 404)) recentStops.set(target.baseURL, [...(recentStops.get(target.baseURL) ?? []), answer.receivedAt - answer.sentAt].slice(-RECENT_STOPS));
           if (schedule && at !== undefined) {
             schedule.left(at, Date.now() - (performance.now() - answer.sentAt));
             if (answer.status === 429) answer.refusal = judge(schedule, at, answer, request);
@@ -199,13 +208,14 @@ export function createClient(options: ClientOptions) {
           }
           if (answer.status === 429 && on429 !== 'once' && !giveUp) {
             if (await request.giveUpOn429?.(attempts, answer)) {
+              onlyCapped(answer);
               await record(options, answer, request);
               return answer;
             }
             // Under a known rate the schedule gives the next place; a pause still keeps a refusing target from a tight loop.
             const wait = schedule?.rate() ? Math.min(100 * 2 ** (attempts - 1), 2_000) : retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
             // A cap's refusal of an interact that would open a session waits for a slot, not for a limiter to recover: not a back-off.
-            const capped = request.opens && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true));
+            const capped = isCap(answer);
             if (!capped) limitRefused = true;
             if (capped) deadline = Math.min(deadline + wait, latest);
             else if (!schedule?.rate()) queue?.join();
@@ -230,7 +240,7 @@ export function createClient(options: ClientOptions) {
               );
             }
           }
-          if (attempts > 1 && !limitRefused) answer.onlyCapped = true;
+          onlyCapped(answer);
           await record(options, answer, request);
           return answer;
         }

@@ -150,8 +150,11 @@ export function composeAccount(parts: TraceStep[][], settleMs: number, alone = f
   return { steps, checks: [{ judge: 'accountCharged', args }] };
 }
 
-/** The account's reproduction judged by the account alone, as the run judges it: without holding each session to one settlement. */
-export const accountAlone = (composed: ComposedReproduction): ComposedReproduction => ({ steps: composed.steps, checks: composed.checks.map(({ judge, args }) => ({ judge, args: args.slice(0, 6) })) });
+/** The account's reproduction judged by the account alone, as the run judges it: its sessions told apart, none held to one settlement. */
+export const accountAlone = (composed: ComposedReproduction): ComposedReproduction => ({
+  steps: composed.steps,
+  checks: composed.checks.map(({ judge, args }) => ({ judge, args: [...args.slice(0, 6), args[6] ?? { $undefined: true }, false] })),
+});
 
 /**
  * `kept` steps of a trace, each kept-alive connection they use with the request it carried before
@@ -165,7 +168,15 @@ function withConnectionsPrimed(all: TraceStep[], kept: TraceStep[]): TraceStep[]
     return before && !seqs.has(before.seq) ? [before] : [];
   });
   const primed = new Set(primers.map((step) => step.seq));
-  return all.filter((step) => seqs.has(step.seq) || primed.has(step.seq)).map((step) => (primed.has(step.seq) ? { ...step, provisions: undefined, superseded: undefined, createdJob: undefined } : step));
+  // One that went long before the history goes just before it: a connection's idle time is not what a fault needs.
+  const begins = Math.min(...kept.map((step) => step.sentAt));
+  return all
+    .filter((step) => seqs.has(step.seq) || primed.has(step.seq))
+    .map((step): TraceStep => {
+      if (!primed.has(step.seq)) return step;
+      const { provisions, superseded, createdJob, limited, capped, ...primer } = step;
+      return { ...primer, primes: true, ...(step.receivedAt < begins - 1 ? { sentAt: +(begins - 1 - (step.receivedAt - step.sentAt)).toFixed(1), receivedAt: begins - 1 } : {}) };
+    });
 }
 
 /**

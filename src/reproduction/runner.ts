@@ -197,7 +197,7 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
 }
 
 /** A request the run sent into the team's limit (answered 429, or retried after a limit's 429): the replay sends it into the limit again. */
-const intoTheLimit = (step: TraceStep) => (step.limited === true || step.status === 429) && !step.pooled && JOB_OF_PATH.test(step.path);
+const intoTheLimit = (step: TraceStep) => (step.limited === true || (step.status === 429 && !step.capped)) && !step.pooled && !step.primes && JOB_OF_PATH.test(step.path);
 
 /**
  * The steps in their order, each sent once every step answered before it was sent in the run has
@@ -207,15 +207,16 @@ const intoTheLimit = (step: TraceStep) => (step.limited === true || step.status 
  */
 export async function replaySteps(steps: TraceStep[], replay: (step: TraceStep) => Promise<Answer>, answers: Answer[], drain: (step: TraceStep) => Promise<unknown>): Promise<void> {
   const done: Promise<Answer>[] = [];
+  const ready: (() => void)[] = [];
   const drained: Promise<void>[] = [];
+  for (const step of steps) drained[step.seq] = new Promise<void>((resolve) => (ready[step.seq] = resolve));
   const start = performance.now();
   const first = Math.min(...steps.map((step) => step.sentAt));
   let failed = false;
   for (const step of steps) {
     const before = steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt);
-    const alongside = steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt > step.sentAt && intoTheLimit(earlier));
-    let ready!: () => void;
-    drained[step.seq] = new Promise<void>((resolve) => (ready = resolve));
+    // Sent while a request that went into the limit was on its way: after that request's drain too.
+    const alongside = steps.filter((other) => other.seq !== step.seq && other.sentAt <= step.sentAt && step.sentAt < other.receivedAt && intoTheLimit(other));
     done[step.seq] = (async () => {
       try {
         const previous = await Promise.all(before.map((earlier) => done[earlier.seq]));
@@ -225,7 +226,7 @@ export async function replaySteps(steps: TraceStep[], replay: (step: TraceStep) 
         await sleep(Math.max(0, from + pause - performance.now()));
         if (!failed && !step.superseded && intoTheLimit(step)) await drain(step);
       } finally {
-        ready();
+        ready[step.seq]();
       }
       await Promise.all(alongside.map((earlier) => drained[earlier.seq]));
       // Once a step could not be replayed, nothing more is sent; a provisioning attempt the run retried is not sent again.

@@ -27,6 +27,10 @@ export interface TraceStep {
   status: number;
   /** The run met the team's rate limit (429, not a cap's on live sessions) before this answer: the fault may need that limit. */
   limited?: true;
+  /** Its 429s, the answer's included, were a cap's on live sessions: no rate limit to meet again. */
+  capped?: true;
+  /** Sent only for what it leaves on its kept-alive connection (the key it carried): nothing judges it, and it is not sent into a limit. */
+  primes?: true;
   /** The job a scrape created, which later steps name. */
   createdJob?: string;
 }
@@ -66,6 +70,7 @@ export class Trace {
       receivedAt: +(answer.receivedAt - this.origin).toFixed(1),
       status: answer.status,
       ...(answer.attempts > 1 && !answer.onlyCapped ? { limited: true as const } : {}),
+      ...(answer.onlyCapped ? { capped: true as const } : {}),
       ...(typeof createdJob === 'string' ? { createdJob } : {}),
     });
   }
