@@ -90,7 +90,7 @@ export interface ClientOptions {
 
 export type Client = ReturnType<typeof createClient>;
 
-/** How long the last stops on each target took, in this process (answered 200 or 404, not the burst's): a refusal's hold is sized from the slowest, up to SLOW_STOP_CAP_MS. */
+/** How long the last stops on each target took, in this process (answered 200 or 404, not the burst's): a refusal's hold is sized from their median, up to SLOW_STOP_CAP_MS. */
 const recentStops = new Map<string, number[]>();
 const RECENT_STOPS = 8;
 /** A target whose stops take longer makes the refusal tests not verifiable rather than hold each session for minutes. */
@@ -110,8 +110,11 @@ export function createClient(options: ClientOptions) {
     target,
     coordination,
     backoffBudgetMs: settings.backoffBudgetMs,
-    /** The longest of the last few stops' exchanges on this target (ms): how long a stop may take now. */
-    slowStopMs: () => Math.min(SLOW_STOP_CAP_MS, Math.max(0, ...(recentStops.get(target.baseURL) ?? []))),
+    /** The median of the last few stops' exchanges on this target (ms): how long a stop takes now (one slow outlier does not lengthen every hold). */
+    stopExchangeMs: () => {
+      const recent = [...(recentStops.get(target.baseURL) ?? [])].sort((a, b) => a - b);
+      return Math.min(SLOW_STOP_CAP_MS, recent.length ? recent[Math.floor(recent.length / 2)] : 0);
+    },
     /** Aborted by `cancel`: the client's requests and back-off waits end at once. */
     signal,
     cancel: () => {
