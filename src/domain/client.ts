@@ -90,11 +90,11 @@ export interface ClientOptions {
 
 export type Client = ReturnType<typeof createClient>;
 
-/** How long the last stops on each target took, in this process (answered 200 or 404, not the burst's): a refusal's hold is sized from their median, up to SLOW_STOP_CAP_MS. */
+/** How long the last stops on each target took, in this process (answered 200 or 404, not the burst's): a refusal's hold is sized from their median, up to STOP_EXCHANGE_CAP_MS. */
 const recentStops = new Map<string, number[]>();
 const RECENT_STOPS = 8;
 /** A target whose stops take longer makes the refusal tests not verifiable rather than hold each session for minutes. */
-const SLOW_STOP_CAP_MS = 2_000;
+const STOP_EXCHANGE_CAP_MS = 2_000;
 
 export function createClient(options: ClientOptions) {
   const { target, settings, coordination } = options;
@@ -113,7 +113,7 @@ export function createClient(options: ClientOptions) {
     /** The median of the last few stops' exchanges on this target (ms): how long a stop takes now (one slow outlier does not lengthen every hold). */
     stopExchangeMs: () => {
       const recent = [...(recentStops.get(target.baseURL) ?? [])].sort((a, b) => a - b);
-      return Math.min(SLOW_STOP_CAP_MS, recent.length ? recent[Math.floor(recent.length / 2)] : 0);
+      return Math.min(STOP_EXCHANGE_CAP_MS, recent.length ? recent[Math.floor(recent.length / 2)] : 0);
     },
     /** Aborted by `cancel`: the client's requests and back-off waits end at once. */
     signal,
@@ -165,12 +165,10 @@ export function createClient(options: ClientOptions) {
       const isCap = (answer: Answer) => request.opens === true && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true));
       // Every 429 so far, this answer's included, was a cap's: what a reproduction must not send into the rate limit.
       const onlyCapped = (answer: Answer) => {
-        if (!limitRefused && (attemptsSoFar > 1 || answer.status === 429) && (answer.status !== 429 || isCap(answer))) answer.onlyCapped = true;
+        if (!limitRefused && (answer.attempts > 1 || answer.status === 429) && (answer.status !== 429 || isCap(answer))) answer.onlyCapped = true;
       };
-      let attemptsSoFar = 0;
       try {
         for (let attempts = 1; ; attempts++) {
-          attemptsSoFar = attempts;
           const planned = schedule?.rate() !== undefined;
           // Once the rate is known, the schedule keeps the order; before, the back-off queue does.
           const hadTurn = queue && !planned ? await queue.turn(deadline, signal).catch(cancelled('waiting its turn after 429')) : true;

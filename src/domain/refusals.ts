@@ -17,15 +17,18 @@ import type { Identity } from './target';
 
 /**
  * How long the session is held before a refusal and after it: large against
- * DURATION_TOLERANCE_MS, against how long the target takes to answer (`exchangeMs`: the session's
- * own interact, or the last stops' median on the target if slower: the owner's stop must not take the hold) and against two steps of the target's declared clock (the whole session and a
- * restarted one may each be off by one), so that a clock restarted or a session ended at the
- * refusal is off by more than the measurement can hide. A slow target, or a busy runner, lengthens it.
+ * DURATION_TOLERANCE_MS, against how long the target takes to answer (`exchangeMs`) and against
+ * two steps of the target's declared clock (the whole session and a restarted one may each be off
+ * by one), so that a clock restarted or a session ended at the refusal is off by more than the
+ * measurement can hide. A slow target, or a busy runner, lengthens it.
  */
 export const refusalHoldMs = (settings: Pick<Settings, 'durationToleranceMs'> & Partial<Pick<Settings, 'declaredClock'>>, exchangeMs = 0) => {
   const step = clockStepMs(settings);
   return Math.max(100, 5 * settings.durationToleranceMs, 2 * (settings.durationToleranceMs + step) + 4 * exchangeMs + step / 4);
 };
+
+/** The hold around a request that must leave a session running: sized from its own interact's exchange, or from what stops take on the target now if longer (the owner's stop must not eat the hold). */
+export const holdAroundMs = (api: Client, settings: Settings, created: Answer) => Math.round(refusalHoldMs(settings, Math.max(created.receivedAt - created.sentAt, api.stopExchangeMs())));
 
 interface RefusalContext {
   api: Client;
@@ -49,7 +52,7 @@ interface RefusalContext {
  */
 export async function refuseThenOwnerStops(context: RefusalContext, refuser: Identity, refusedCheck: (answers: Answer[]) => CheckCall, { interactAfter = false } = {}): Promise<void> {
   const { api, sessions, session, check, settings, owner } = context;
-  const holdMs = Math.round(refusalHoldMs(settings, Math.max(session.created.receivedAt - session.created.sentAt, api.stopExchangeMs())));
+  const holdMs = holdAroundMs(api, settings, session.created);
   await step(`hold the session ${holdMs} ms`, () => sleep(holdMs - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
   const refusersConnection = api.connection();
   const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.stop(session.jobId, refuser, { connection: refusersConnection }));

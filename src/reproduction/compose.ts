@@ -90,9 +90,9 @@ export function composeStrays(jobIds: string[], traces: TraceStep[][]): Composed
   const isStray = (step: TraceStep) => step.method === 'DELETE' && step.status === 200 && strays.has(JOB_OF_PATH.exec(step.path)?.[1].toLowerCase() ?? '');
   const parts = traces.filter((steps) => steps.some(isStray)).map((steps) => steps.slice(0, steps.length - [...steps].reverse().findIndex(isStray)));
   const callers = [...new Set(parts.flatMap((part) => part.filter(isStray).map((step) => step.as)))];
-  const opened = callers.map((as) => openingOf(traces, as));
-  if (!parts.length || opened.some((part) => !part)) return undefined;
-  const { steps, seqOf } = composeSteps([...(opened as TraceStep[][]), ...parts]);
+  const opened = callers.map((as) => openingOf(traces, as)).filter((part): part is TraceStep[] => part !== undefined);
+  if (!parts.length || opened.length < callers.length) return undefined;
+  const { steps, seqOf } = composeSteps([...opened, ...parts]);
   const stops = parts.flatMap((part, index) => part.filter(isStray).map((step) => ({ $answer: seqOf(opened.length + index, step.seq)! })));
   return { steps, checks: [{ judge: 'settledNothing', args: [stops] }] };
 }

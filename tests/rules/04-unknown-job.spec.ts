@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from '../../src/playwright/fixtures';
 import { boundsOf } from '../../src/domain/billing';
-import { refusalHoldMs } from '../../src/domain/refusals';
+import { holdAroundMs } from '../../src/domain/refusals';
 import { judge } from '../../src/domain/named-checks';
 import { spec } from '../../src/config/rules';
 
@@ -26,7 +26,7 @@ test(
     // The job first: a scrape while the session is held could wait for a job slot where the target caps a team's jobs.
     const { jobId } = await test.step('the owner creates a scrape job without a session', () => sessions.jobWithoutSession());
     const session = await test.step('the owner opens a session on another job', () => sessions.provision());
-    const holdMs = Math.round(refusalHoldMs(settings, Math.max(session.created.receivedAt - session.created.sentAt, api.stopExchangeMs())));
+    const holdMs = holdAroundMs(api, settings, session.created);
     await test.step(`hold the session ${holdMs} ms`, () => sleep(Math.max(0, holdMs - (performance.now() - session.created.receivedAt)), undefined, { signal: api.signal }));
     const random = await test.step('the owner stops a fresh random UUID', () => api.stop(randomUUID(), identities.owner));
     const withoutSession = await test.step("the owner stops the other job's (absent) session", () => api.stop(jobId, identities.owner));
