@@ -8,9 +8,11 @@
 import type { ComposedReproduction } from '../checks/checks';
 import { failureOf } from '../checks/failure';
 import type { Settings } from '../config/settings';
+import type { AccountVerdict } from '../domain/account';
 import type { Ledger } from '../domain/ledger';
-import { keysOf, type Target } from '../domain/target';
+import { keysOf, type Identities, type Target } from '../domain/target';
 import { redact } from '../http/redact';
+import { accountAlone } from './compose';
 import { DRAIN, reproduce } from './runner';
 import { Trace, type TraceStep } from './trace';
 import { planFor } from './write';
@@ -20,7 +22,7 @@ export interface Replayed {
   output: string;
 }
 
-export async function replayComposed(settings: Settings, target: Target, test: { id: string; title: string; check: string; message: string }, composed: ComposedReproduction, ledger: Ledger, nameOf: (role: string) => string): Promise<Replayed> {
+async function replayComposed(settings: Settings, target: Target, test: { id: string; title: string; check: string; message: string }, composed: ComposedReproduction, ledger: Ledger, nameOf: (role: string) => string): Promise<Replayed> {
   const plan = planFor(settings, { testId: test.id, title: test.title, trace: new Trace(), failures: [failureOf(test.check, undefined, new Error(test.message), composed)] });
   if (!plan) return { verdict: 2, output: 'nothing to replay' };
   const { apiKey, foreignApiKey, burstApiKey } = keysOf(target, settings);
@@ -30,6 +32,19 @@ export async function replayComposed(settings: Settings, target: Target, test: {
     ended: (jobId, as, status) => ledger.ended({ target: target.baseURL, jobId, identity: nameOf(as), status }),
   });
   return { verdict, output: redact(lines.join('\n')) };
+}
+
+/**
+ * The account check's failure once the sessions it blames (`composed`, their reproduction) are
+ * replayed alone, judged by the account alone: it stands where they are charged again, or where
+ * the replay cannot tell (on the sum alone, as the note says); charged once each, the excess is not
+ * theirs and the check is not verifiable. With the replay's output, for the report.
+ */
+export async function confirmBlame(settings: Settings, target: Target, identities: Identities, ledger: Ledger, blamed: AccountVerdict, composed: ComposedReproduction, title: string): Promise<{ verdict: AccountVerdict; note: string; output: string }> {
+  const nameOf = (role: string) => Object.values(identities).flatMap((identity) => (identity && !Array.isArray(identity) && identity.role === role ? [identity.name] : []))[0] ?? role;
+  const { verdict, output } = await replayComposed(settings, target, { id: 'stop-is-final/account', title, check: 'charged-as-settled', message: blamed.message }, accountAlone(composed), ledger, nameOf);
+  if (verdict === 0) return { verdict: { outcome: 'not verifiable', message: `${blamed.message}; but replayed alone, those sessions were charged once each (attached): the excess is not theirs` }, note: 'the sessions blamed, replayed alone, were charged once each (attached)', output };
+  return { verdict: blamed, note: verdict === 1 ? 'the sessions blamed, replayed alone, were charged again (attached)' : 'the sessions blamed, replayed alone, could not tell (attached): the blame rests on the sum alone', output };
 }
 
 /** The longest a composed reproduction's replay may take: three tries of its requests and pauses, each limited request's drain and wait, and the account's settling. */

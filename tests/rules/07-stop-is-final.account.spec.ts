@@ -10,10 +10,10 @@ import { summary, type Answer } from '../../src/domain/client';
 import { spec, TEST_IDS } from '../../src/config/rules';
 import { judge } from '../../src/domain/named-checks';
 import { STRAY_SETTLEMENTS } from '../../src/domain/run-judges';
-import { ACCOUNT_READING, accountAlone, composeAccount, composeLeaks, composeStrays, stepsOfJob } from '../../src/reproduction/compose';
+import { ACCOUNT_READING, composeAccount, composeLeaks, composeStrays, stepsOfJob } from '../../src/reproduction/compose';
 import type { TraceStep } from '../../src/reproduction/trace';
 import { describeSettlement, isNewCharge } from '../../src/domain/settlements';
-import { replayBudgetMs, replayComposed } from '../../src/reproduction/confirm';
+import { confirmBlame, replayBudgetMs } from '../../src/reproduction/confirm';
 
 // In this order, whatever the first finds (their project is not fully parallel): the sweep's stops settle what it finds, and the account check then counts them.
 
@@ -76,15 +76,11 @@ test(
     if (verdict.outcome === 'fail' && charged) {
       // Sessions blamed by the sum of their settlements may add up to the excess by chance: replayed alone, they must be charged again.
       testInfo.setTimeout(testInfo.timeout + replayBudgetMs(charged, settings));
-      const blamed = verdict.message;
-      const nameOf = (role: string) => Object.values(identities).flatMap((identity) => (identity && !Array.isArray(identity) && identity.role === role ? [identity.name] : []))[0] ?? role;
-      const again = await test.step('the sessions blamed, replayed alone: the account must be charged again', () =>
-        replayComposed(settings, api.target, { id: 'stop-is-final/account', title: testInfo.title, check: 'charged-as-settled', message: blamed }, accountAlone(charged), ledger, nameOf),
-      );
-      await testInfo.attach('the blamed sessions replayed', { body: again.output, contentType: 'text/plain' });
-      if (again.verdict === 0) verdict = { outcome: 'not verifiable', message: `${blamed}; but replayed alone, those sessions were charged once each (attached): the excess is not theirs` };
-      else if (again.verdict === 1) testInfo.annotations.push({ type: 'note', description: 'the sessions blamed, replayed alone, were charged again (attached)' });
-      else testInfo.annotations.push({ type: 'note', description: 'the sessions blamed, replayed alone, could not tell (attached): the blame rests on the sum alone' });
+      const blamed = verdict;
+      const confirmed = await test.step('the sessions blamed, replayed alone: the account must be charged again', () => confirmBlame(settings, api.target, identities, ledger, blamed, charged, testInfo.title));
+      await testInfo.attach('the blamed sessions replayed', { body: confirmed.output, contentType: 'text/plain' });
+      testInfo.annotations.push({ type: 'note', description: confirmed.note });
+      verdict = confirmed.verdict;
     }
     if (verdict.outcome === 'not verifiable' && closing.still && opening.remaining - closing.readings.at(-1)!.remaining > expected) {
       // More than the run explains: one session alone tells a target that charges other than it reports from another use of the team.
