@@ -394,6 +394,23 @@ export const faultyVariants: Variant[] = [
     }),
   },
   {
+    name: 'repeat-stop-zero-charged-again',
+    breaks: 'stop-is-final',
+    description: 'answers a stop of a stopped session that nothing is billed now (creditsBilled 0), and charges its first settlement again, as only the account shows',
+    options: behaviour((base, state) => {
+      const first = new Map<string, number>();
+      return {
+        stop: (team, jobId) => {
+          const reply = base.stop(team, jobId);
+          if (reply.status === 200) first.set(jobId, Number(body(reply).creditsBilled));
+          if (reply.status !== 404 || !first.has(jobId) || state.stopped.get(jobId)?.teamId !== team.id) return reply;
+          state.charges.push({ jobId, teamId: team.id, durationMs: 0, credits: first.get(jobId)!, at: state.clock() });
+          return { status: 200, body: { success: true, sessionDurationMs: 5, creditsBilled: 0 } };
+        },
+      };
+    }),
+  },
+  {
     name: 'account-charged-by-started-minute',
     breaks: 'stop-is-final',
     description: 'reports creditsBilled prorated by the second, as it should, but charges the account 2 credits per started minute',
@@ -595,6 +612,11 @@ export const correctVariants: Variant[] = [
     options: behaviour((base, state) => ({ ...keyless(base), limit: (key) => (key.startsWith('anonymous:') ? { allowed: false, retryAfterSeconds: 60 } : base.limit(key)) })),
   },
   { name: 'second-stop-200-without-charge', description: 'answers a stopped session with 200 and no creditsBilled, as the hosted service does', options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true } } : r)) },
+  {
+    name: 'second-stop-reports-zero',
+    description: 'answers a stopped session with 200, a duration and creditsBilled 0: nothing billed by this request',
+    options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true, sessionDurationMs: 5, creditsBilled: 0, alreadyStopped: true } } : r)),
+  },
   { name: 'rate-limit-without-retry-after', description: 'sends 429 with no Retry-After header', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) })) },
   { name: 'rate-limit-other-body', description: 'sends 429 with a plain-text body', options: behaviour((base) => ({ send: (res, reply) => (reply.status === 429 ? (res.writeHead(429, { 'Content-Type': 'text/plain', ...reply.headers }), res.end('Too Many Requests')) : base.send(res, reply)) })) },
   {

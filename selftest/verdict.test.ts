@@ -63,7 +63,7 @@ test('against a declared clock of whole seconds, the holds grow by two steps and
   assert.throws(() => expectSurvived(stop(3350), session, refusal, settings), /must lie in the measured interval/, 'a clock restarted at the refusal, even a step late');
 });
 
-test('a charge is a settlement: a repeat of it reports it, another duration or amount charges again', async () => {
+test('a charge is a settlement: a repeat of it or a zero reports it, another duration or positive amount charges again', async () => {
   const { isNewCharge, distinctSettlements } = await import('../src/domain/settlements');
   const answer = (body: object, status = 200) => ({ status, body }) as any;
   const first = answer({ success: true, sessionDurationMs: 3000, creditsBilled: 2 });
@@ -72,9 +72,8 @@ test('a charge is a settlement: a repeat of it reports it, another duration or a
   assert.equal(isNewCharge(answer({ success: true }), first), false);
   assert.equal(isNewCharge(answer({ success: false, error: 'Browser session not found.' }, 404), first), false);
   assert.equal(isNewCharge(answer({ success: true, creditsBilled: 0 }), first), false, 'zero alone reports nothing');
-  const free = answer({ success: true, sessionDurationMs: 19, creditsBilled: 0 });
-  assert.equal(isNewCharge(answer({ success: true, sessionDurationMs: 21, creditsBilled: 0 }), free), true, 'settled again at no charge: another duration');
-  assert.equal(isNewCharge(answer({ success: true, sessionDurationMs: 19, creditsBilled: 0 }), free), false);
+  assert.equal(isNewCharge(answer({ success: true, sessionDurationMs: 5, creditsBilled: 0, alreadyStopped: true }), first), false, 'nothing billed now, with a duration: a report, not a charge');
+  assert.equal(isNewCharge(answer({ success: true, sessionDurationMs: 21, creditsBilled: 0 })), false, 'zero is never a charge');
   assert.equal(isNewCharge(answer({ success: true, sessionDurationMs: 4000, creditsBilled: 2 }), first), true, 'a new duration');
   assert.equal(isNewCharge(answer({ success: true, creditsBilled: 3 }), first), true, 'a new amount');
   assert.equal(isNewCharge(answer({ success: true, creditsBilled: 2 }), answer({ success: true })), true, 'after a stop that settled nothing, a charge is new');
@@ -92,7 +91,7 @@ test('the account judges money: exact is a pass, a settlement reported twice and
   };
   const judge = (remaining: number, still = true, spent = spending) => judgeAccount(100, { remaining, still }, spent, 60000);
   assert.equal(judge(92).outcome, 'pass');
-  assert.match(judge(90).message, /charged 10 credit\(s\) .* account for 8: 2 settlement\(s\) of 2 session\(s\), 5 credit\(s\), and 3 scrape\(s\), 3: 2 more, exactly what this session settled again: .* for job-a \(2 credit\(s\); its settlement reported by 2 answer\(s\)\)/);
+  assert.match(judge(90).message, /charged 10 credit\(s\) .* account for 8: 2 settlement\(s\) of 2 session\(s\), 5 credit\(s\), and 3 scrape\(s\), 3: 2 more, exactly what this session settled again: .* for job-a \(2 credit\(s\); 2 stop\(s\) answered 200 about it\)/);
   assert.equal(judge(90).outcome, 'fail');
   assert.equal(judge(87).outcome, 'not verifiable', 'job-b was reported once: a charge of its amount may be anyone\'s');
   assert.equal(judge(91).outcome, 'not verifiable', 'one credit more: no settlement reported twice');
@@ -101,7 +100,7 @@ test('the account judges money: exact is a pass, a settlement reported twice and
   assert.equal(judge(90, true, { ...spending, scrapes: { count: 3, credits: 1, unpriced: 2 } }).outcome, 'not verifiable', 'scrapes of unknown price');
   // One session's settlement reported by five answers, each charged: four more charges of it, and no more.
   const reportedOften = { ...spending, settlements: [{ ...spending.settlements[0], reports: 5 }, spending.settlements[1]] };
-  assert.match(judge(84, true, reportedOften).message, /8 more, exactly what this session settled again: .* for job-a \(2 credit\(s\) 4 times; its settlement reported by 5 answer\(s\)\)/);
+  assert.match(judge(84, true, reportedOften).message, /8 more, exactly what this session settled again: .* for job-a \(2 credit\(s\) 4 times; 5 stop\(s\) answered 200 about it\)/);
   assert.equal(judge(82, true, reportedOften).outcome, 'not verifiable', 'more than each report charged again explains');
   // The tolerance follows the precision of what was reported: never a small session charged twice.
   const small = { settlements: Array.from({ length: 200 }, (_, i) => ({ jobId: `j${i}`, settled: [{ credits: 0.041667 }], reports: i === 0 ? 2 : 1 })), scrapes: { count: 200, credits: 200, unpriced: 0 } };

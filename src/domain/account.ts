@@ -178,15 +178,15 @@ export function judgeAccount(opening: number, closing: { remaining: number; stil
     return { outcome: 'not verifiable', message: `${figures}: ${difference} more, and ${spending.scrapes.unpriced} scrape(s) gave no price (data.metadata.creditsUsed), which may be it` };
   }
   if (!closing.still) return { outcome: 'not verifiable', message: `${figures}: ${difference} more, and the counter was still moving: another use of the team during the run?` };
-  // Only a settlement that more than one answer reported may have been charged again: once for each answer past the first.
+  // Only a session that more than one stop answered 200 about (a repeat, a zero) may have been charged again: once for each answer past its settlements.
   const candidates = spending.settlements
     .filter((session) => session.reports > session.settled.length)
     .flatMap((session) => session.settled.filter((one) => one.credits > 0).map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports, copies: session.reports - session.settled.length })))
     .sort((a, b) => b.reports - a.reports);
   const again = chargedAgain(candidates, difference, tolerance);
   if (again) {
-    const named = again.map(({ one, times }) => `${one.jobId} (${one.credits} credit(s)${times > 1 ? ` ${times} times` : ''}; its settlement reported by ${one.reports} answer(s))`).join(', ');
-    return { outcome: 'fail', message: `${figures}: ${difference} more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled again: an answer that repeated a settlement was charged as a new one, for ${named}`, jobs: [...new Set(again.map(({ one }) => one.jobId))] };
+    const named = again.map(({ one, times }) => `${one.jobId} (${one.credits} credit(s)${times > 1 ? ` ${times} times` : ''}; ${one.reports} stop(s) answered 200 about it)`).join(', ');
+    return { outcome: 'fail', message: `${figures}: ${difference} more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled again: a later stop of a stopped session (a repeat, or a report of nothing billed) was charged again, for ${named}`, jobs: [...new Set(again.map(({ one }) => one.jobId))] };
   }
   return { outcome: 'not verifiable', message: `${figures}: ${difference} more, which no settlement reported twice explains: another use of the team during the run, or a charge the run never saw` };
 }

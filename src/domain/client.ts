@@ -294,6 +294,7 @@ async function record({ target, ledger, attach, onAnswer }: ClientOptions, answe
   if (answer.method === 'POST' && answer.path === '/v2/scrape' && answer.status === 200) countScrape();
   const settled = jobId && answer.method === 'DELETE' ? settlementOf(answer) : undefined;
   if (ledger && jobId && settled) ledger.settled({ target: target.baseURL, jobId, identity: request.as.name, ...settled });
+  else if (ledger && jobId && answer.method === 'DELETE' && answer.status === 200) ledger.reported({ target: target.baseURL, jobId, identity: request.as.name });
   // A repeat stop that replays the first one's result is no new charge.
   if (jobId && answer.method === 'DELETE' && answer.status === 200 && !(request.as.owner && ledger?.endedHere(target.baseURL, jobId, request.as.name))) countCredits(answer.body?.creditsBilled);
   if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {

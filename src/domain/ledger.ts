@@ -16,12 +16,13 @@ export type LedgerEntry =
   | { event: 'live' | 'opening' | 'not-opened' | 'maybe-open'; at: string; target: string; jobId: string; identity: string; status?: number }
   | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number }
   | ({ event: 'settled'; at: string; target: string; jobId: string; identity: string } & Settled)
+  | { event: 'reported'; at: string; target: string; jobId: string; identity: string }
   | { event: 'scraped'; at: string; target: string; jobId?: string; identity: string; credits?: number; scrape?: string }
   | { event: 'scraping' | 'scrape-done'; at: string; target: string; identity: string; scrape: string };
 
 /** What the run was charged on one team's account, as the target's answers said (account.ts). */
 export interface Spending {
-  /** The distinct settlements reported for each session of the team's jobs, and how many answers reported them. */
+  /** The distinct settlements reported for each session of the team's jobs, and how many 200 answers to its stops came (zeros and repeats too). */
   settlements: { jobId: string; settled: Settled[]; reports: number }[];
   /** The team's scrapes: how many, what those that gave a price (data.metadata.creditsUsed) cost, and how many gave none. */
   scrapes: { count: number; credits: number; unpriced: number };
@@ -61,6 +62,11 @@ export class Ledger {
     this.write({ event: 'settled', at: new Date().toISOString(), ...entry });
   }
 
+  /** A stop answered 200 without a charge (a repeat, a zero, a minimal body): the account may still show one. */
+  reported(entry: { target: string; jobId: string; identity: string }): void {
+    this.write({ event: 'reported', at: new Date().toISOString(), ...entry });
+  }
+
   /** A scrape answered 200, with its price when the answer gave one. */
   scraped(entry: { target: string; jobId?: string; identity: string; credits?: number; scrape?: string }): void {
     this.write({ event: 'scraped', at: new Date().toISOString(), ...entry });
@@ -79,17 +85,17 @@ export class Ledger {
     for (const entry of this.entries()) {
       if (entry.target !== target) continue;
       if (entry.event === 'created' && entry.identity === identity) jobs.set(jobKey(entry.jobId), { jobId: entry.jobId, sessions: [...(jobs.get(jobKey(entry.jobId))?.sessions ?? []), { settled: [], reports: 0 }] });
-      else if (entry.event === 'settled' && jobs.has(jobKey(entry.jobId))) {
+      else if ((entry.event === 'settled' || entry.event === 'reported') && jobs.has(jobKey(entry.jobId))) {
         const session = jobs.get(jobKey(entry.jobId))!.sessions.at(-1)!;
         session.reports += 1;
-        if (!session.settled.some((other) => sameSettlement(other, entry))) session.settled.push({ credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) });
+        if (entry.event === 'settled' && !session.settled.some((other) => sameSettlement(other, entry))) session.settled.push({ credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) });
       } else if (entry.event === 'scraped' && entry.identity === identity) {
         scrapes.count += 1;
         if (typeof entry.credits === 'number') scrapes.credits += entry.credits;
         else scrapes.unpriced += 1;
       }
     }
-    const settlements = [...jobs.values()].flatMap(({ jobId, sessions }) => sessions.filter((session) => session.reports > 0).map((session) => ({ jobId, ...session })));
+    const settlements = [...jobs.values()].flatMap(({ jobId, sessions }) => sessions.filter((session) => session.settled.length > 0).map((session) => ({ jobId, ...session })));
     return { settlements, scrapes };
   }
 

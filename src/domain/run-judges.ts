@@ -121,7 +121,7 @@ export const RUN_JUDGES = {
     // Without the interacts (a plan written before they were given), a job's stops are one session's.
     const sessions = sessionsOf(stops, (interacts ?? []).filter((answer): answer is Answer => answer !== undefined));
     if (!alone && interacts && rebills) expect(sessions.settledAnew, 'a stopped session is never charged again: a stop answered with a new settlement though no interact opened a session since the last one').toEqual([]);
-    const settlements = sessions.map(({ jobId, stops: answers }) => ({ jobId, settled: distinctSettlements(answers), reports: answers.filter((answer) => settlementOf(answer)).length }));
+    const settlements = sessions.map(({ jobId, stops: answers }) => ({ jobId, settled: distinctSettlements(answers), reports: answers.filter((answer) => answer.status === 200).length }));
     const prices = scrapes.map((scrape) => scrape.body?.data?.metadata?.creditsUsed);
     const spending = { settlements, scrapes: { count: scrapes.length, credits: prices.filter((price) => typeof price === 'number').reduce((sum, price) => sum + price, 0), unpriced: prices.filter((price) => typeof price !== 'number').length } };
     const [last, closing] = after.slice(-2).map(remaining);

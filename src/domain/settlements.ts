@@ -16,16 +16,14 @@ export interface Settled {
 }
 
 /**
- * What a stop's answer settled: 200 with a creditsBilled that is a number, above zero or beside a
- * sessionDurationMs (a session settled at no charge still has its duration). A creditsBilled of
- * zero alone reports nothing (the hosted service's repeat stop may answer so).
+ * What a stop's answer settled: 200 with a creditsBilled above zero (and its duration, where given).
+ * Zero, with or without a duration, reports that nothing is billed now: a repeat stop may say so.
  */
 export function settlementOf(answer: Pick<Answer, 'status' | 'body'>): Settled | undefined {
   const credits = answer.body?.creditsBilled;
   const duration = answer.body?.sessionDurationMs;
-  if (answer.status !== 200 || typeof credits !== 'number' || !Number.isFinite(credits)) return undefined;
-  if (typeof duration === 'number') return { credits, durationMs: duration };
-  return credits === 0 ? undefined : { credits };
+  if (answer.status !== 200 || typeof credits !== 'number' || !Number.isFinite(credits) || credits <= 0) return undefined;
+  return typeof duration === 'number' ? { credits, durationMs: duration } : { credits };
 }
 
 /** The same settlement: equal credits, and equal durations where both give one. */
