@@ -32,6 +32,8 @@ interface Faults {
   chargeAgain?: boolean;
   /** Stops served at once both answer the one settlement, and each is charged. */
   bothAtOnceCharged?: boolean;
+  /** Scrape answers leave their price out (data.metadata.creditsUsed); the account still charges it. */
+  unpricedScrapes?: boolean;
   /** Added to every duration, and billed. */
   clockOffMs?: number;
   /** Added to every charge. */
@@ -113,6 +115,7 @@ export function today(faults: Faults = {}, jobCap = JOB_CAP): ReferenceOptions {
           if (!scraped) return base.send(res, reply);
           // The scrape holds its job slot until it answers.
           const teamId = scrapedBy.get((reply.body as { data: { metadata: { scrapeId: string } } }).data.metadata.scrapeId)!;
+          if (faults.unpricedScrapes) delete (reply.body as { data: { metadata: { creditsUsed?: number } } }).data.metadata.creditsUsed;
           void sleep(SCRAPE_MS).then(() => {
             scraping.set(teamId, (scraping.get(teamId) ?? 1) - 1);
             base.send(res, reply);
@@ -216,6 +219,13 @@ export const productionVariants: Variant[] = [
   },
   { name: 'production-repeat-stop-settles-again', breaks: 'stop-is-final', knownDeviations: PRODUCTION_FILE, description: 'settles a stopped session again at every later stop, with a new duration and charge', options: today({ settleAgain: true }) },
   { name: 'production-stops-at-once-both-charged', breaks: 'stop-is-final', knownDeviations: PRODUCTION_FILE, description: 'answers two stops served at once with the one settlement, exactly alike, and charges the account for each', options: today({ bothAtOnceCharged: true }) },
+  {
+    name: 'production-unpriced-stops-at-once-both-charged',
+    breaks: 'stop-is-final',
+    knownDeviations: PRODUCTION_FILE,
+    description: 'states no price in its scrape answers, answers two stops served at once alike, and charges the account for each: the scrapes\' price is measured through the account',
+    options: today({ bothAtOnceCharged: true, unpricedScrapes: true }),
+  },
   { name: 'production-repeat-stop-charged-again', breaks: 'stop-is-final', knownDeviations: PRODUCTION_FILE, description: 'answers every later stop exactly as production does (the earlier charge), and charges the account again', options: today({ chargeAgain: true }) },
   { name: 'production-clock-off', breaks: 'billing', knownDeviations: PRODUCTION_FILE, description: 'reports and bills every session 2.5 s longer than its whole-second clock gives: more than the declared resolution', options: today({ clockOffMs: 2500 }) },
   {

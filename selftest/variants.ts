@@ -617,6 +617,11 @@ export const correctVariants: Variant[] = [
     description: 'answers a stopped session with 200, a duration and creditsBilled 0: nothing billed by this request',
     options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true, sessionDurationMs: 5, creditsBilled: 0, alreadyStopped: true } } : r)),
   },
+  {
+    name: 'scrapes-unpriced',
+    description: 'states no price in its scrape answers (data.metadata.creditsUsed left out); the account charges one credit a scrape',
+    options: behaviour((base) => ({ scrape: (team, body) => { const reply = base.scrape(team, body); delete (reply.body as { data?: { metadata?: { creditsUsed?: number } } }).data?.metadata?.creditsUsed; return reply; } })),
+  },
   { name: 'rate-limit-without-retry-after', description: 'sends 429 with no Retry-After header', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) })) },
   { name: 'rate-limit-other-body', description: 'sends 429 with a plain-text body', options: behaviour((base) => ({ send: (res, reply) => (reply.status === 429 ? (res.writeHead(429, { 'Content-Type': 'text/plain', ...reply.headers }), res.end('Too Many Requests')) : base.send(res, reply)) })) },
   {

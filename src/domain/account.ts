@@ -142,6 +142,28 @@ export function judgeAlone(opening: number, closing: { remaining: number; still:
   return `one session alone, after the run: its scrape reported ${price} credit(s) and its stop ${settled}, but the account moved by ${moved} (${opening}, then ${closing.remaining}): the target charges other than it reports`;
 }
 
+/**
+ * A scrape's price as the account shows it, for a target whose scrape answers state none: the
+ * counter read still, one scrape, then read until it moves or ACCOUNT_SETTLE_MS has passed (a
+ * charge may be queued), and still again. Undefined when the counter would not hold still.
+ */
+export async function measureScrapePrice(api: Client, owner: Identity, scrape: () => Promise<unknown>, settings: AccountSettings): Promise<number | undefined> {
+  const before = await settleAccount(api, owner, Infinity, 0, settings);
+  if (!before.still) return undefined;
+  const opening = before.readings.at(-1)!.remaining;
+  await scrape();
+  const until = performance.now() + settings.accountSettleMs;
+  for (;;) {
+    const after = await settleAccount(api, owner, Infinity, 0, settings);
+    const closing = after.readings.at(-1)!.remaining;
+    if (!after.still) return undefined;
+    if (closing !== opening || performance.now() >= until) return round(opening - closing);
+  }
+}
+
+/** The spending with its unpriced scrapes at `price` each. */
+export const pricedAt = (spending: Spending, price: number): Spending => ({ ...spending, scrapes: { count: spending.scrapes.count, credits: round(spending.scrapes.credits + price * spending.scrapes.unpriced), unpriced: 0 } });
+
 export interface AccountVerdict {
   outcome: 'pass' | 'fail' | 'not verifiable';
   message: string;
@@ -159,7 +181,12 @@ const round = (credits: number) => +credits.toFixed(6);
  * scrapes of unknown price: not verifiable (another use of the team, say), never a failure.
  * Charged less: not verifiable (a charge still queued past ACCOUNT_SETTLE_MS).
  */
-export function judgeAccount(opening: number, closing: { remaining: number; still: boolean }, spending: Spending, settleMs: number): AccountVerdict {
+export function judgeAccount(opening: number, closing: { remaining: number; still: boolean }, spending: Spending, settleMs: number, scrapePrice?: number): AccountVerdict {
+  const verdict = judgeCharges(opening, closing, spending, settleMs);
+  return scrapePrice === undefined ? verdict : { ...verdict, message: `${verdict.message}; scrapes whose answers gave no price were taken at ${scrapePrice} credit(s) each, what one scrape alone moved the account by` };
+}
+
+function judgeCharges(opening: number, closing: { remaining: number; still: boolean }, spending: Spending, settleMs: number): AccountVerdict {
   const settled = spending.settlements.flatMap((session) => session.settled.map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports })));
   const fromSessions = round(settled.reduce((sum, one) => sum + one.credits, 0));
   const fromScrapes = round(spending.scrapes.credits);
@@ -168,16 +195,16 @@ export function judgeAccount(opening: number, closing: { remaining: number; stil
   const difference = round(charged - expected);
   const tolerance = accountTolerance(spending);
   const figures =
-    `the account was charged ${charged} credit(s) (${opening} before the run's first scrape, ${closing.remaining} after its last settlement); ` +
-    `the run's answers account for ${expected}: ${settled.length} settlement(s) of ${spending.settlements.length} session(s), ${fromSessions} credit(s), and ${spending.scrapes.count} scrape(s), ${fromScrapes}`;
+    `the owner team's account was charged ${charged} credit(s) (${opening} credit(s) left before the run's first scrape, ${closing.remaining} after its last settlement); ` +
+    `its answers account for ${expected} credit(s): ${fromSessions} credit(s) in ${settled.length} settlement(s) of its ${spending.settlements.length} settled session(s), each counted once, and ${fromScrapes} credit(s) for its ${spending.scrapes.count} scrape(s)`;
   if (Math.abs(difference) <= tolerance) return { outcome: 'pass', message: figures };
   if (difference < 0) {
     return { outcome: 'not verifiable', message: `${figures}: ${-difference} credit(s) fewer, which a charge still queued after ACCOUNT_SETTLE_MS=${settleMs} would explain (raise it)` };
   }
   if (spending.scrapes.unpriced) {
-    return { outcome: 'not verifiable', message: `${figures}: ${difference} more, and ${spending.scrapes.unpriced} scrape(s) gave no price (data.metadata.creditsUsed), which may be it` };
+    return { outcome: 'not verifiable', message: `${figures}: ${difference} credit(s) more, and ${spending.scrapes.unpriced} scrape(s) gave no price (data.metadata.creditsUsed), which may be it` };
   }
-  if (!closing.still) return { outcome: 'not verifiable', message: `${figures}: ${difference} more, and the counter was still moving: another use of the team during the run?` };
+  if (!closing.still) return { outcome: 'not verifiable', message: `${figures}: ${difference} credit(s) more, and the counter was still moving: another use of the team during the run?` };
   // Only a session that more than one stop answered 200 about (a repeat, a zero) may have been charged again: once for each answer past its settlements.
   const candidates = spending.settlements
     .filter((session) => session.reports > session.settled.length)
@@ -186,9 +213,9 @@ export function judgeAccount(opening: number, closing: { remaining: number; stil
   const again = chargedAgain(candidates, difference, tolerance);
   if (again) {
     const named = again.map(({ one, times }) => `${one.jobId} (${one.credits} credit(s)${times > 1 ? ` ${times} times` : ''}; ${one.reports} stop(s) answered 200 about it)`).join(', ');
-    return { outcome: 'fail', message: `${figures}: ${difference} more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled again: a later stop of a stopped session (a repeat, or a report of nothing billed) was charged again, for ${named}`, jobs: [...new Set(again.map(({ one }) => one.jobId))] };
+    return { outcome: 'fail', message: `${figures}: ${difference} credit(s) more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled again: a later stop of a stopped session (a repeat, or a report of nothing billed) was charged again, for ${named}`, jobs: [...new Set(again.map(({ one }) => one.jobId))] };
   }
-  return { outcome: 'not verifiable', message: `${figures}: ${difference} more, which no settlement reported twice explains: another use of the team during the run, or a charge the run never saw` };
+  return { outcome: 'not verifiable', message: `${figures}: ${difference} credit(s) more, which no settlement reported twice explains: another use of the team during the run, or a charge the run never saw` };
 }
 
 /** Decimal places of a reported figure (up to 9). */

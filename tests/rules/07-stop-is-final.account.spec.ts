@@ -3,7 +3,7 @@
  * team's credit counter must have been charged exactly the settlements and scrapes the run saw.
  */
 import { test, expect } from '../../src/playwright/fixtures';
-import { accountTolerance, CREDIT_USAGE_PATH, judgeAccount, probeAccount, readOpening, settleAccount } from '../../src/domain/account';
+import { accountTolerance, CREDIT_USAGE_PATH, judgeAccount, measureScrapePrice, pricedAt, probeAccount, readOpening, settleAccount } from '../../src/domain/account';
 import { notVerifiable } from '../../src/checks/checks';
 import { RunError } from '../../src/config/errors';
 import { summary, type Answer } from '../../src/domain/client';
@@ -68,6 +68,12 @@ test(
     );
     await testInfo.attach('account', { body: JSON.stringify({ opening: opening.remaining, readings: closing.readings, ...spending }, null, 2), contentType: 'application/json' });
     let verdict = judgeAccount(opening.remaining, { remaining: closing.readings.at(-1)!.remaining, still: closing.still }, spending, settings.accountSettleMs);
+    if (verdict.outcome === 'not verifiable' && spending.scrapes.unpriced && closing.still) {
+      // The scrapes' answers gave no price: one scrape alone tells it, then the run is judged at that price.
+      testInfo.setTimeout(testInfo.timeout + 3 * settings.accountSettleMs + 4 * settings.requestTimeoutMs);
+      const price = await test.step('one scrape alone: its price, as the account shows it', () => measureScrapePrice(api, identities.owner, () => sessions.jobWithoutSession(), settings));
+      if (price !== undefined) verdict = judgeAccount(opening.remaining, { remaining: closing.readings.at(-1)!.remaining, still: closing.still }, pricedAt(spending, price), settings.accountSettleMs, price);
+    }
     // Its reproduction: the requests of the sessions charged again, between two readings of the account.
     const readings = requestTrace.steps.filter((step) => step.path === CREDIT_USAGE_PATH);
     // Each job's requests in the test that created it, then in the sweep for leaks (which may have stopped a session opened there).
