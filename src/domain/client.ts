@@ -63,6 +63,8 @@ export interface SendOptions {
   onAttempt?: () => void;
 }
 
+/** Below this, a place or a turn was free: taking it costs a few milliseconds of files and locks. */
+const WAITED_FOR_LIMIT_MS = 20;
 /** A request that has waited this long for a rate limit says so, once. */
 const TELL_AFTER_MS = 5_000;
 
@@ -160,6 +162,7 @@ export function createClient(options: ClientOptions) {
       // A burst's spell lasts its sends, at most a few requests' timeouts, and, on a limit it shares, its recovery.
       const spellDeadline = deadline + 4 * settings.requestTimeoutMs;
       let told = false;
+      let waitedForLimit = 0;
       // Whether a 429 before the answer was a limit's, not only a cap's on live sessions (a reproduction sends such a request into the limit again).
       let limitRefused = false;
       const isCap = (answer: Answer) => request.opens === true && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true));
@@ -171,7 +174,9 @@ export function createClient(options: ClientOptions) {
         for (let attempts = 1; ; attempts++) {
           const planned = schedule?.rate() !== undefined;
           // Once the rate is known, the schedule keeps the order; before, the back-off queue does.
+          const turnFrom = performance.now();
           const hadTurn = queue && !planned ? await queue.turn(deadline, signal).catch(cancelled('waiting its turn after 429')) : true;
+          waitedForLimit += performance.now() - turnFrom;
           // Another request of the run waited its whole budget for this team's limit in vain: one try, no waiting.
           const giveUp = !first && (queue?.exhausted() ?? false);
           let at: number | undefined;
@@ -179,6 +184,7 @@ export function createClient(options: ClientOptions) {
             const place = await schedule.admit(first, since, signal, latest).catch(cancelled('waiting for a place under the rate limit'));
             // Waiting for a place is the plan, not a limiter that does not recover.
             deadline = Math.min(deadline + place.waitedMs, latest);
+            waitedForLimit += place.waitedMs;
             at = place.at;
           }
           const spellWait = performance.now();
@@ -189,6 +195,7 @@ export function createClient(options: ClientOptions) {
             // A place held while another worker's burst sent is taken again now: the target counts the request when it arrives.
             if (schedule && (!paced || (at !== undefined && performance.now() - spellWait > marginMs(schedule.rate()?.windowMs ?? 0)))) at = schedule.sent();
             answer = await sendOnce(options, signal, request, attempts, request.connection ?? (request.pooled ? poolOf() : undefined));
+            if (waitedForLimit >= WAITED_FOR_LIMIT_MS) answer.waitedForLimitMs = Math.round(waitedForLimit);
           } finally {
             spell?.leave();
           }
@@ -299,6 +306,10 @@ async function record({ target, ledger, attach, onAnswer }: ClientOptions, answe
   if (jobId && answer.method === 'DELETE' && answer.status === 200 && !(request.as.owner && ledger?.endedHere(target.baseURL, jobId, request.as.name))) countCredits(answer.body?.creditsBilled);
   if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
     ledger.ended({ target: target.baseURL, jobId, identity: request.as.name, status: answer.status });
+  } else if (ledger && jobId && settled) {
+    // Settled by another caller (another scheme word, another team): the session ended all the same, so nobody stops it again.
+    const creator = ledger.creatorIdentity(target.baseURL, jobId);
+    if (creator && !ledger.endedHere(target.baseURL, jobId, creator)) ledger.ended({ target: target.baseURL, jobId, identity: creator, status: answer.status });
   }
   if (attach && request.attach !== false) await attach(`${answer.method} ${answer.path} as ${request.as.name} → ${answer.status}`, describe(answer, request));
 }

@@ -110,6 +110,12 @@ export class Ledger {
     return entry && entry.event === 'created' ? entry.test : undefined;
   }
 
+  /** The identity that created a job's latest session, as its last 'created' line says. */
+  creatorIdentity(target: string, jobId: string): string | undefined {
+    const entry = this.entries().filter((one) => one.event === 'created' && one.target === target && jobKey(one.jobId) === jobKey(jobId)).at(-1);
+    return entry && entry.event === 'created' ? entry.identity : undefined;
+  }
+
   refusedOpenings(target: string, identity: string): { jobId: string; status?: number; settled: Settled[]; test?: string }[] {
     const jobs = new Map<string, { jobId: string; last?: { status?: number }; settled: Settled[]; test?: string }>();
     for (const entry of this.entries()) {
