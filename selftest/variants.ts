@@ -323,6 +323,15 @@ export const faultyVariants: Variant[] = [
   },
   { name: 'keyless-rides-connection', breaks: 'authentication', description: 'remembers the team of the last valid key on each kept-alive connection, and takes a later request on it without a valid key as that team (a per-connection auth cache)', options: connectionBoundIdentity('keyless') },
   // Rule 6: rate limiting
+  {
+    name: 'limiter-per-address',
+    breaks: 'rate-limit',
+    description: "limits per client address instead of per team, one window of 50 a second for every route: a team's burst gets the other teams refused",
+    options: behaviour((_base, state) => {
+      const take = createRateLimiter({ limit: 50, windowMs: 1000 }, state.clock);
+      return { limit: () => take('addr:every-route') };
+    }),
+  },
   { name: 'no-rate-limit', breaks: 'rate-limit', description: 'never limits', options: behaviour(() => ({ limit: () => ({ allowed: true }) })) },
   { name: 'rate-limit-503', breaks: 'rate-limit', description: 'answers 503 instead of 429 over the limit', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status === 429 ? 503 : status, message, headers) })) },
   {
@@ -658,14 +667,6 @@ export const correctVariants: Variant[] = [
     })),
   },
   { name: 'errors-with-details', description: 'adds a code and a details object to every error', options: behaviour((base) => ({ error: (status, message, headers) => withBody(base.error(status, message, headers), { code: `ERR_${status}`, details: { docs: 'https://docs.example.com/errors', retryable: status === 429 } }) })) },
-  {
-    name: 'limiter-per-address',
-    description: 'limits per client address instead of per team, one window of 50 a second for every route',
-    options: behaviour((_base, state) => {
-      const take = createRateLimiter({ limit: 50, windowMs: 1000 }, state.clock);
-      return { limit: () => take('addr:every-route') };
-    }),
-  },
   { name: 'session-cap-1', description: 'allows each team one live session; the interact that would open another answers 429 with Retry-After', options: capsSessions(1, true) },
   { name: 'session-cap-2-no-retry-after', description: 'allows each team two live sessions; beyond, 429 with no Retry-After', options: capsSessions(2, false) },
   { name: 'session-cap-4', description: 'allows each team four live sessions; beyond, 429 with Retry-After', options: capsSessions(4, true) },

@@ -88,7 +88,7 @@ export const RULES = {
     section: 'Errors › Rate and concurrency; Limits',
     file: 'rules/06-rate-limit.spec.ts',
     tests: {
-      burst: { level: 'must', checks: ['limited', 'other-answers', 'recovers', 'throttled-reveals-nothing', 'throttled-stop-did-nothing'] },
+      burst: { level: 'must', checks: ['limited', 'other-answers', 'teams-isolated', 'recovers', 'throttled-reveals-nothing', 'throttled-stop-did-nothing'] },
     },
   },
   'stop-is-final': {

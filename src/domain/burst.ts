@@ -8,10 +8,15 @@ import { randomUUID } from 'node:crypto';
 import type { Settings } from '../config/settings';
 import { interactPath, type Answer, type Client } from './client';
 import type { Session } from './sessions';
-import type { Identity } from './target';
+import type { Identities, Identity } from './target';
+
+/** The teams beside the burst's: the foreign team, and the owner where the burst has a team of its own. */
+export const otherTeams = (identities: Identities, burstTeam: Identity): Identity[] => [identities.owner, identities.foreign].filter((as) => as !== burstTeam);
 
 export interface Burst {
   answers: Answer[];
+  /** One stop of no job by each other team, sent at the burst team's first 429: the refusal must be that team's alone. */
+  others: { as: Identity; answer: Answer }[];
   /** The team's stops of its own sessions, in the order sent. */
   stops: { session: Session; answer: Answer }[];
   /** Stops of no job that failed on their way (a connection reset, a timeout under hundreds at once). */
@@ -19,9 +24,10 @@ export interface Burst {
   burstMs: number;
 }
 
-export async function sendBurst({ api, team, candidates, concurrency, planned, settings }: {
+export async function sendBurst({ api, team, others, candidates, concurrency, planned, settings }: {
   api: Client;
   team: Identity;
+  others: Identity[];
   candidates: Session[];
   concurrency: number;
   /** Sized to the room left in a known window: a lane ends at a 429 once a stop of its own was throttled. */
@@ -33,6 +39,7 @@ export async function sendBurst({ api, team, candidates, concurrency, planned, s
   const stops: Burst['stops'] = [];
   let pending: Promise<unknown> | undefined;
   let lost = 0;
+  let probed: Promise<Burst['others']> | undefined;
   const started = performance.now();
   let next = 0;
   const stopNext = async (candidate: Session) => {
@@ -58,6 +65,7 @@ export async function sendBurst({ api, team, candidates, concurrency, planned, s
       });
       if (!answer) continue;
       answers.push(answer);
+      if (answer.status === 429) probed ??= Promise.all(others.map(async (as) => ({ as, answer: await api.stop(randomUUID(), as, { on429: 'once', pooled: true }) })));
       const throttled = stops.some((stop) => stop.answer.status === 429);
       if (answer.status === 429 && !pending && !throttled && stops.length < candidates.length) pending = stopNext(candidates[stops.length]);
       // A planned burst ends its lane at a 429 once a stop of its own was throttled (or none is left): more refusals prove nothing more.
@@ -69,5 +77,6 @@ export async function sendBurst({ api, team, candidates, concurrency, planned, s
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, settings.burstRequests) }, lane));
   await pending;
-  return { answers, stops, lost, burstMs: Math.round(performance.now() - started) };
+  const burstMs = Math.round(performance.now() - started);
+  return { answers, others: (await probed) ?? [], stops, lost, burstMs };
 }

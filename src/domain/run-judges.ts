@@ -72,6 +72,14 @@ export const RUN_JUDGES = {
     const unexpected = answers.filter((answer) => answer.status !== 404 && answer.status !== 429);
     expect(unexpected.map(summary).slice(0, 5), `every answer is 404 (no such job) or 429; statuses: ${JSON.stringify(countStatuses(answers))}`).toEqual([]);
   },
+  /**
+   * While one team is refused for its rate, another whose plan had room (its stop just before the
+   * burst was answered, and it sent nothing since) is not refused: a 429 means a plan's limit.
+   */
+  teamsIsolated(burstTeam: string, during: { as: { name: string }; answer: Answer }[]): Verdict {
+    const refused = during.filter(({ answer }) => answer.status === 429).map(({ as }) => as.name);
+    expect(refused, `while the ${burstTeam} was refused for its rate, these teams, whose plans had room, were refused too (a limit shared between teams, such as one per client address): ${during.map(({ as, answer }) => `${as.name}: ${summary(answer)}`).join('; ')}`).toEqual([]);
+  },
   /** A burst faster than BURST_PROOF_RATE meets a 429; a slower one cannot tell a limit from none (an error of the run). */
   limited(answers: Answer[], burstMs: number, burstProofRate: number): Verdict {
     const counts = countStatuses(answers);
@@ -89,7 +97,7 @@ export const RUN_JUDGES = {
   },
   /** The stops of live sessions during a burst answer 429, or 200 if they got through; a 429 carries nothing of the session or its team. */
   throttledRevealsNothing(stops: { answer: Answer; created: Answer; jobId: string }[], who: string, teamValues: string[]): Verdict {
-    for (const { answer } of stops) expect([200, 429], `the ${who}'s stop of its own session during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toContain(answer.status);
+    for (const { answer } of stops) expect(answer.status, `the ${who}'s stop of its own session during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toBeOneOf([200, 429]);
     for (const { answer, created, jobId } of stops.filter((stop) => stop.answer.status === 429)) expectRevealsNothing(answer, ownerValuesOf([created], teamValues, jobId));
   },
   /**
@@ -136,7 +144,7 @@ export const RUN_JUDGES = {
   },
   /** The sequences model: a stop of a session it holds stopped answers 200 or 404, and settles nothing new. */
   modelStoppedStop(answer: Answer, ended: Answer | undefined): Verdict {
-    expect([200, 404], `status ${answer.status}`).toContain(answer.status);
+    expect(answer.status, `status ${answer.status}`).toBeOneOf([200, 404]);
     expect(isNewCharge(answer, ended), 'a stopped session is never charged again: an answer may repeat its settlement, never make another').toBe(false);
   },
   /** The model: the owner's stop of a live session answers 200 with a stop result, its duration within the interval from the interact that began it. */
@@ -162,7 +170,7 @@ export const RUN_JUDGES = {
   },
   /** The model: two stops of one session at once answer 200 or 404, settle it once at most (never, stopped), and one succeeds on a live one. */
   modelSimultaneousStops(answers: Answer[], ended: Answer | undefined, live: boolean): Verdict {
-    for (const answer of answers) expect([200, 404], `status ${answer.status}`).toContain(answer.status);
+    for (const answer of answers) expect(answer.status, `status ${answer.status}`).toBeOneOf([200, 404]);
     // Equal settlements reported by both are one settlement as far as answers show: the account check has the last word.
     const settled = distinctSettlements(answers.filter((answer) => isNewCharge(answer, ended)));
     expect(settled.length, 'distinct new settlements').toBeLessThanOrEqual(live ? 1 : 0);

@@ -13,7 +13,7 @@ import type { Answer } from '../../src/domain/client';
 import { refusalHoldMs } from '../../src/domain/refusals';
 import { boundsOf } from '../../src/domain/billing';
 import { countStatuses, judge, peakPerSecond } from '../../src/domain/named-checks';
-import { sendBurst } from '../../src/domain/burst';
+import { otherTeams, sendBurst } from '../../src/domain/burst';
 import { spec } from '../../src/config/rules';
 
 /**
@@ -35,8 +35,6 @@ test(
         api.stop(randomUUID(), team, { on429: 'return-last' }),
       );
     let recovered: Answer | undefined;
-    // Whether the owner's limit has room, before and after the burst: one stop of an unknown job each.
-    const ownerHasRoom = async () => (await api.stop(randomUUID(), identities.owner, { on429: 'once' })).status !== 429;
     // As many as the target's cap on live sessions allows: one is enough, the second a spare.
     const candidates = await test.step(`the ${team.name} provisions ${CANDIDATES} sessions (fewer under a cap on live sessions)`, () => sessions.provisionMany(CANDIDATES, { as: team }));
     // Each session is older than a refusal's hold, and at least a second, before a stop of it can be throttled (the first goes right behind the burst's
@@ -48,22 +46,18 @@ test(
     const room = coordination.schedule(team.team ?? team.name, 'interact').room();
     const concurrency = room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2);
     const bounds = `${settings.burstRequests} requests or ${settings.burstSeconds} s`;
-    const { answers, stops, lost, burstMs } = await test.step(
+    const { answers, others, before, stops, lost, burstMs } = await test.step(
       `the ${team.name} sends stops of an unknown job, ${concurrency} at a time${room === undefined ? '' : ` (its window has room for ${room})`}, until its first 429 (at most ${bounds}); once one gets 429, it also stops a live session of its own`,
       // No other request of the run is in flight meanwhile: the burst would widen the intervals they measure.
       () =>
         api.quietly(async () => {
-          const ownerHadRoom = identities.burst !== undefined && (await ownerHasRoom());
-          const burst = await sendBurst({ api, team, candidates, concurrency, planned: room !== undefined, settings });
-          // A burst team whose limit is not its own (a limit per client address, say) drained the others' too: they wait for its recovery.
-          if (ownerHadRoom && burst.answers.some((answer) => answer.status === 429) && !(await ownerHasRoom())) {
-            testInfo.annotations.push({
-              type: 'note',
-              description: "the owner's limit had room before the burst and none after it: the burst team's limit is shared with the owner's, so every other request waited for it to recover. For a target that limits per client address, leave BURST_API_KEY out.",
-            });
-            recovered = await recover();
-          }
-          return burst;
+          // The other teams' plans have room (a stop of no job each answers, not 429): during the refusals they must still be served.
+          const before = await Promise.all(otherTeams(identities, team).map(async (as) => ({ as, answer: await api.stop(randomUUID(), as, { on429: 'once' }) })));
+          const roomy = before.filter(({ as, answer }) => answer.status !== 429 && coordination.schedule(as.team ?? as.name, 'interact').room() !== 0);
+          const burst = await sendBurst({ api, team, others: roomy.map(({ as }) => as), candidates, concurrency, planned: room !== undefined, settings });
+          // A limit shared with the burst team (per client address, say) drained the owner's too: the run waits for its recovery.
+          if (burst.others.some(({ as, answer }) => as === identities.owner && answer.status === 429)) recovered = await recover();
+          return { ...burst, before };
         }),
     );
     const peak = peakPerSecond(answers);
@@ -72,6 +66,9 @@ test(
       contentType: 'application/json',
     });
     await check('other-answers', judge.burstAnswers(answers));
+    const busy = before.filter(({ as }) => !others.some((other) => other.as === as)).map(({ as, answer }) => `${as.name} (${answer.status})`);
+    if (busy.length) testInfo.annotations.push({ type: 'note', description: `not compared, their plans had no room before the burst: ${busy.join(', ')}` });
+    await check('teams-isolated', judge.teamsIsolated(team.name, others));
     await check('limited', judge.limited(answers, burstMs, settings.burstProofRate));
     const throttled = stops.find((stop) => stop.answer.status === 429);
     await check(
