@@ -27,6 +27,13 @@ export default defineConfig({
         matchers: [{ labels: { knownDeviation: /.+/ } }],
       },
       {
+        // Skipped in Allure's terms: the target's answers could not establish the fact either way.
+        name: 'Not verifiable',
+        matchers: [{ labels: { notVerifiable: /.+/ } }],
+        // Such a test has no message (its reason is its description): no "No message" group.
+        groupByMessage: false,
+      },
+      {
         name: 'Error of the run',
         matchers: [{ statuses: ['failed', 'broken'], message: /RunError|Test timeout of|Configuration error|back-off budget|worker process exited unexpectedly/ }],
       },

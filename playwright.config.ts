@@ -6,6 +6,7 @@ import { burstHasOwnTeam, registerKeys } from './src/domain/target';
 import { channel } from './src/coordination/run-folder';
 import type { SummaryOptions } from './src/playwright/summary-reporter';
 import { version } from './package.json';
+import { predict } from './src/domain/budget';
 
 const settings = loadSettingsOrExit();
 // The reporters run here: what they write is redacted too.
@@ -15,6 +16,7 @@ const LONGEST = ['**/10-sequences.spec.ts', '**/02-billing.spec.ts'];
 const chosen = RULE_IDS.filter((rule) => !settings.selectedRules || settings.selectedRules.includes(rule));
 const LAST = chosen.flatMap((rule) => filesOf(rule).slice(1).map((file) => `**/${file}`));
 const target = settings.embedded ? 'embedded reference' : settings.baseURL!;
+const prediction = predict(settings);
 
 export default defineConfig({
   testDir: 'tests/rules',
@@ -48,7 +50,7 @@ export default defineConfig({
         },
       },
     ],
-    ['./src/playwright/summary-reporter.ts', { reportsDir: settings.reportsDir, target, embedded: settings.embedded, strict: settings.strict, sessionCap: settings.sessionCap, rateLimit: settings.rateLimit } satisfies SummaryOptions],
+    ['./src/playwright/summary-reporter.ts', { reportsDir: settings.reportsDir, target, embedded: settings.embedded, strict: settings.strict, sessionCap: settings.sessionCap, rateLimit: settings.rateLimit, predicted: { sessions: prediction.sessions, scrapes: prediction.scrapes, credits: prediction.credits, budget: prediction.budget } } satisfies SummaryOptions],
   ],
   // The tests have no browser fixture (src/playwright/fixtures.ts), so nothing is traced; these stay off
   // all the same, should one be added: Playwright records request headers verbatim.

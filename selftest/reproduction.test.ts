@@ -20,6 +20,7 @@ import { createReferenceServer } from '../reference/server';
 import { keysOf } from '../src/domain/target';
 import { variants } from './variants';
 import { SECRETS } from './secrets';
+import { isolatedEnv, ROOT, runCommand } from './matrix';
 
 type Expect = (actual: unknown, message?: string) => any;
 
@@ -30,6 +31,7 @@ const CASES: [string, (expect: Expect) => void][] = [
   ['>=', (e) => e(3).toBeGreaterThanOrEqual(3)], ['>=, below', (e) => e(2.9).toBeGreaterThanOrEqual(3)], ['>=, a string', (e) => e('5').toBeGreaterThanOrEqual(3)],
   ['<=', (e) => e(3).toBeLessThanOrEqual(3)], ['<=, above', (e) => e(3.1).toBeLessThanOrEqual(3)], ['<=, null', (e) => e(null).toBeLessThanOrEqual(3)],
   ['<', (e) => e(499).toBeLessThan(500)], ['<, equal', (e) => e(500).toBeLessThan(500)], ['<, NaN', (e) => e(NaN).toBeLessThan(500)], ['>', (e) => e(1).toBeGreaterThan(0)], ['>, equal', (e) => e(0).toBeGreaterThan(0)],
+  ['toBeOneOf', (e) => e(404).toBeOneOf([200, 404])], ['toBeOneOf, another value', (e) => e(502).toBeOneOf([200, 404])], ['toBeOneOf, a string', (e) => e('404').toBeOneOf([200, 404])],
   ['toContain', (e) => e([200, 404]).toContain(404)], ['toContain, missing', (e) => e([200, 404]).toContain(500)], ['toContain, a string', (e) => e('a 404 answer').toContain('404')],
   ['toEqual []', (e) => e([]).toEqual([])], ['toEqual [], not empty', (e) => e(['creditsBilled']).toEqual([])], ['toEqual, an object', (e) => e({ a: 1 }).toEqual({ a: 1 })], ['toEqual, another object', (e) => e({ a: 1 }).toEqual({ a: 2 })],
   ['toMatch', (e) => e('application/json; charset=utf-8').toMatch(/^application\/json\s*(;.*)?$/i)], ['toMatch, failing', (e) => e('text/html').toMatch(/^application\/json/)], ['toMatch, undefined', (e) => e(undefined).toMatch(/json/)],
@@ -51,16 +53,18 @@ test("a reproduction's expect agrees with Playwright's on every matcher the name
   };
   for (const [name, check] of CASES) assert.equal(outcome(() => check(reproduction)), outcome(() => check(run as Expect)), name);
   assert.throws(() => reproduction(404, 'status').toBe(200), /status[\s\S]*Expected: 200[\s\S]*Received: 404/);
+  assert.throws(() => reproduction(502, 'status').toBeOneOf([200, 404]), /status[\s\S]*Expected: one of \[200, 404\]\nReceived: 502/);
 });
 
-test('a reproduction is one file of at most 400 KB, without Playwright, a key, or the target; a caller is never written into it', async () => {
+test('a reproduction is one file of at most 400 KB, without Playwright or a key; a caller is never written into it', async () => {
   const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'reproduction-'));
   const trace = new Trace();
   const answer: Answer = { method: 'DELETE', path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact', status: 404, headers: {}, text: `{"success":false,"error":"x"}`, body: { success: false, error: 'x' }, sentAt: 1, receivedAt: 2, attempts: 1 };
   const owner = { name: 'owner team', role: 'owner', authorization: `Bearer ${SECRETS[0]}`, owner: true as const };
   trace.record(answer, { method: 'DELETE', path: answer.path, as: owner });
   assert.throws(() => trace.serialize({ as: owner }), /a caller cannot be written/);
-  const settings = { reportsDir, requestTimeoutMs: 10_000, maxBodyBytes: 1_000_000, backoffBudgetMs: 6_000 } as Settings;
+  // The embedded reference is recorded by name: its port changes each run.
+  const settings = { reportsDir, embedded: true, baseURL: 'http://127.0.0.1:43210', requestTimeoutMs: 10_000, maxBodyBytes: 1_000_000, backoffBudgetMs: 6_000 } as Settings;
   const file = await writeReproduction(settings, { testId: 'unknown-job/random-uuid', title: 'a title', trace, failures: [{ check: 'status', judge: 'status', outcome: 'failed', message: 'm', answers: [], call: { judge: 'status', args: [answer, 200] } }] });
   const text = readFileSync(file!, 'utf8');
   assert.ok(text.length < 400_000, `${text.length} characters`);
@@ -69,6 +73,7 @@ test('a reproduction is one file of at most 400 KB, without Playwright, a key, o
   rmSync(reportsDir, { recursive: true, force: true });
   const plan = planOf(text);
   assert.deepEqual(plan.checks[0].args, [{ $answer: 0 }, 200], 'an answer is written as its step');
+  assert.equal(plan.made?.target, 'embedded reference');
   assert.deepEqual(Object.keys(plan.steps[0]).sort(), ['as', 'method', 'on429', 'path', 'receivedAt', 'sentAt', 'seq', 'status']);
 });
 
@@ -163,4 +168,38 @@ test("the account's reproduction tells a session opened again on a job from its 
   assert.equal(judged([opened, reopened]), 'pass', 'two sessions, each charged once');
   assert.equal(judged([opened, reopened], false), 'pass', 'the account alone (the run replaying the sessions it blames) tells them apart too');
   assert.match(String(judged([opened])), /exactly what this session settled again/, 'without the interact between, the second answer repeats the first settlement, and the account was charged for it again');
+});
+
+test('replay says which target and when its reproductions were made, and refuses another target (exit 2) unless told to go on with --any-target', async () => {
+  const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'replay-target-'));
+  const servers = await Promise.all([createReferenceServer({}), createReferenceServer({})]);
+  try {
+    // A stop of an unknown job, which the run is said to have wanted answered 200: every correct target still fails it.
+    const trace = new Trace();
+    const answer: Answer = { method: 'DELETE', path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact', status: 404, headers: {}, text: '{}', body: {}, sentAt: 1, receivedAt: 2, attempts: 1 };
+    trace.record(answer, { method: 'DELETE', path: answer.path, as: { name: 'owner team', role: 'owner', authorization: 'Bearer x', owner: true } });
+    const settings = { reportsDir, baseURL: servers[0].url, embedded: false, requestTimeoutMs: 10_000, maxBodyBytes: 1_000_000, backoffBudgetMs: 6_000 } as Settings;
+    const file = await writeReproduction(settings, { testId: 'unknown-job/random-uuid', title: 'a title', trace, failures: [{ check: 'status', judge: 'status', outcome: 'failed', message: 'm', answers: [], call: { judge: 'status', args: [answer, 200] } }] });
+    assert.equal(planOf(readFileSync(file!, 'utf8')).made?.target, servers[0].url);
+    const { apiKey, foreignApiKey } = keysOf({ baseURL: servers[0].url, embedded: true }, {} as Settings);
+    const replay = (url: string, ...args: string[]) => runCommand(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'replay', reportsDir, ...args], isolatedEnv({ BASE_URL: url, API_KEY: apiKey, FOREIGN_API_KEY: foreignApiKey }));
+    const made = `made against ${servers[0].url} at \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z`;
+
+    const elsewhere = await replay(servers[1].url);
+    assert.equal(elsewhere.code, 2, elsewhere.log);
+    assert.match(elsewhere.log, new RegExp(`^Configuration error:\\n  - the reproductions in \\S+ were ${made}, and the target configured now is ${servers[1].url}\\. `));
+    assert.match(elsewhere.log, new RegExp(`set BASE_URL=${servers[0].url} and its keys; to replay them against ${servers[1].url} all the same, give --any-target\\.`));
+    assert.doesNotMatch(elsewhere.log, /STILL FAILING|FIXED/, 'nothing replayed');
+
+    const anyway = await replay(servers[1].url, '--any-target');
+    assert.equal(anyway.code, 1, anyway.log);
+    assert.match(anyway.log, new RegExp(`^Replaying 1 reproduction\\(s\\) of \\S+ against ${servers[1].url}\\n${made.replace('made', 'Made')} \\(another target: --any-target\\)\\n  STILL FAILING +unknown-job/random-uuid`, 'm'));
+    const there = await replay(servers[0].url);
+    assert.equal(there.code, 1, there.log);
+    assert.match(there.log, new RegExp(`^${made.replace('made', 'Made')}$`, 'm'));
+    assert.ok(![elsewhere.log, anyway.log, there.log].some((log) => log.includes(apiKey)), 'no key in the output');
+  } finally {
+    await Promise.all(servers.map((server) => server.close()));
+    rmSync(reportsDir, { recursive: true, force: true });
+  }
 });

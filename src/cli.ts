@@ -5,14 +5,14 @@
  *   reference [--port N]                         serve the reference implementation
  *   cleanup                                      stop the sessions a killed run left in the ledger
  *   verdict <summary.json...>                    merge the summaries of shards into one verdict
- *   replay [reports folder]                      run a run's reproductions again: FIXED, STILL FAILING, COULD NOT TELL
+ *   replay [reports folder] [--any-target]       run a run's reproductions again: FIXED, STILL FAILING, COULD NOT TELL
  *
  * Exit codes: 0 pass, 1 fail, 2 error of the run or of the configuration, 3 incomplete.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Ledger, ledgerFile } from './domain/ledger';
 import { COMMAND_PIPE_VARIABLE, endingFile } from './playwright/global-setup';
 import { channel, removeRunFolder, reportsFolderInUse } from './coordination/run-folder';
@@ -23,7 +23,9 @@ import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from './repor
 import { buildAllureReport } from './report/allure-report';
 import { ledgerFiles, runShards, SHARD_FOLDERS, shardFolders } from './shards';
 import { REPRODUCTIONS } from './reproduction/plan';
-import { replay } from './replay';
+import { replay, reproductionsIn } from './replay';
+import { TEAMS_FILE } from './domain/target';
+import { describePrediction, predict } from './domain/budget';
 
 const ROOT = path.join(__dirname, '..');
 const NAME = 'stop-session-conformance';
@@ -40,12 +42,13 @@ function help(): string {
     `       ${NAME} reference [--port <port>]       serve the reference implementation (default port 3002)`,
     `       ${NAME} cleanup                         stop the sessions a killed run left in <reports>/ledger.jsonl`,
     `       ${NAME} verdict <summary.json...>       merge the summaries of shards into one verdict`,
-    `       ${NAME} replay [reports folder]         run the reproductions of a run's failures against the target configured now`,
+    `       ${NAME} replay [folder] [--any-target]  run the reproductions of a run's failures against the target configured now (--any-target: even if they were made against another)`,
     '',
     'Options of run (each also read from its environment variable, or from .env):',
     '  --grep <regexp>, --grep-invert <regexp>, --shard <i/n>   passed to Playwright',
     '  --shards <n>                        n runs side by side (every rule but rate-limit), then rate-limit alone; one verdict and one report',
     '  --no-allure                         skip the Allure HTML report (its results are still written)',
+    '  --dry-run                           print what the run would spend at most (sessions, scrapes, credits, requests) and exit 0, sending nothing',
     `  --rule <id>, --skip-rule <id>       run only, or all but, these rules (${RULE_IDS.join(', ')})`,
     '  -h, --help                          this text',
     '',
@@ -56,15 +59,68 @@ function help(): string {
   ].join('\n');
 }
 
-function configurationError(message: string): number {
-  console.error(message.startsWith('Configuration error') ? message : `Configuration error:\n  - ${message}`);
+/** One message listing every problem, and exit code 2. */
+function configurationError(problems: string | string[]): number {
+  console.error(new ConfigurationError([problems].flat()).message);
   return 2;
 }
 
-/** Reads the settings as the run will: flags first become their environment variables. */
-function settingsWith(env: Record<string, string | undefined>): Settings {
+/**
+ * Reads the settings as the run will (flags first become their environment variables); their
+ * problems join those of the flags, so that one message lists them all.
+ */
+function settingsWith(env: Record<string, string | undefined>, problems: string[]): Settings | undefined {
   for (const [name, value] of Object.entries(env)) if (value !== undefined) process.env[name] = value;
-  return loadSettings();
+  try {
+    return loadSettings();
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    problems.push(...error.problems);
+    return undefined;
+  }
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * A command's flags, read without stopping at the first problem, so that one message lists them
+ * all. A value given with a flag is never repeated: it may be a key. An unknown flag's value reads
+ * as an argument, so commands check their arguments only once the flags read well.
+ */
+function readFlags<T extends Options>(argv: string[], options: T) {
+  const { values, positionals, tokens } = parseArgs({ args: argv, options, strict: false, allowPositionals: true, tokens: true });
+  const problems: string[] = [];
+  const keyFlags: string[] = [];
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    const known = options[token.name];
+    if (!known && /key/i.test(token.name)) keyFlags.push(token.rawName);
+    else if (!known) problems.push(unknownFlag(token.name, token.rawName, Object.keys(options)));
+    else if (known.type === 'string' && token.value === undefined) problems.push(`${token.rawName} needs a value`);
+    else if (known.type === 'boolean' && token.inlineValue) problems.push(`${token.rawName} takes no value`);
+    else continue;
+    delete values[token.name];
+  }
+  if (keyFlags.length) problems.push(`${[...new Set(keyFlags)].join(', ')}: keys are read from the environment only (API_KEY, FOREIGN_API_KEY, BURST_API_KEY, or .env), never from flags`);
+  return { values: values as ReturnType<typeof parseArgs<{ options: T; allowPositionals: true }>>['values'], positionals, problems };
+}
+
+function unknownFlag(name: string, rawName: string, known: string[]): string {
+  const [nearest] = [...known, 'help'].map((option) => ({ option, edits: distance(name.toLowerCase(), option) })).sort((a, b) => a.edits - b.edits);
+  // Only when close: about one edit in three characters.
+  return nearest && nearest.edits <= Math.max(1, Math.floor(name.length / 3)) ? `unknown option ${rawName}; did you mean --${nearest.option}?` : `unknown option ${rawName}: see --help`;
+}
+
+/** Edits from one word to another: a character inserted, deleted or replaced, or two neighbours swapped. */
+function distance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (__, j) => (i && j ? 0 : i + j)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
 }
 
 const RUN_OPTIONS = {
@@ -77,27 +133,31 @@ const RUN_OPTIONS = {
   shard: { type: 'string' },
   shards: { type: 'string' },
   'no-allure': { type: 'boolean' },
+  'dry-run': { type: 'boolean' },
+  'session-budget': { type: 'string' },
+  'credit-budget': { type: 'string' },
   rule: { type: 'string', multiple: true },
   'skip-rule': { type: 'string', multiple: true },
 } as const;
 
-type RunValues = ReturnType<typeof parseArgs<{ options: typeof RUN_OPTIONS; allowPositionals: true }>>['values'];
+type RunValues = ReturnType<typeof readFlags<typeof RUN_OPTIONS>>['values'];
 
 async function run(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: RUN_OPTIONS });
+  const { values, positionals, problems } = readFlags(argv, RUN_OPTIONS);
   const unknownRules = [...(values.rule ?? []), ...(values['skip-rule'] ?? [])].filter((id) => !RULE_IDS.includes(id as RuleId));
-  if (unknownRules.length) return configurationError(`no rule has the id ${unknownRules.join(', ')}; the rules are ${RULE_IDS.join(', ')}`);
-  if (values.shard && !/^\d+\/\d+$/.test(values.shard)) return configurationError(`--shard must look like 1/3 (got "${values.shard}")`);
+  if (unknownRules.length) problems.push(`no rule has the id ${unknownRules.join(', ')}; the rules are ${RULE_IDS.join(', ')}`);
+  if (values.shard && !/^\d+\/\d+$/.test(values.shard)) problems.push(`--shard must look like 1/3 (got "${values.shard}")`);
   const shards = Number(values.shards ?? 1);
-  if (!Number.isInteger(shards) || shards < 1 || shards > 16) return configurationError(`--shards must be a whole number from 1 to 16 (got "${values.shards}")`);
-  if (shards > 1 && values.shard) return configurationError('--shards runs every shard itself: leave --shard out');
-  let settings: Settings;
-  try {
-    settings = settingsWith({ BASE_URL: values['base-url'], KNOWN_DEVIATIONS: values['known-deviations'], STRICT: values.strict ? '1' : undefined, REPORTS_DIR: values.reports && path.resolve(values.reports) });
-  } catch (error) {
-    if (error instanceof ConfigurationError) return configurationError(error.message);
-    throw error;
-  }
+  if (!Number.isInteger(shards) || shards < 1 || shards > 16) problems.push(`--shards must be a whole number from 1 to 16 (got "${values.shards}")`);
+  if (shards > 1 && values.shard) problems.push('--shards runs every shard itself: leave --shard out');
+  // The rules chosen are part of the settings: they decide what the run will spend.
+  if (selectedRules(values).length) process.env[SELECTED_RULES_VARIABLE] = selectedRules(values).join(',');
+  else delete process.env[SELECTED_RULES_VARIABLE];
+  const settings = settingsWith({ BASE_URL: values['base-url'], KNOWN_DEVIATIONS: values['known-deviations'], STRICT: values.strict ? '1' : undefined, REPORTS_DIR: values.reports && path.resolve(values.reports), SESSION_BUDGET: values['session-budget'], CREDIT_BUDGET: values['credit-budget'] }, problems);
+  if (!settings || problems.length) return configurationError(problems);
+  console.log(describePrediction(predict(settings), settings));
+  // A dry run says what the run would spend, and sends nothing.
+  if (values['dry-run']) return 0;
   // Checked here too: the ledger of a folder another run writes to is that run's, not leftovers.
   const busy = reportsFolderInUse(settings.reportsDir);
   if (busy) return configurationError(busy);
@@ -115,23 +175,32 @@ async function run(argv: string[]): Promise<number> {
       ...(values['base-url'] ? ['--base-url', values['base-url']] : []),
       ...(settings.knownDeviationsFile ? ['--known-deviations', settings.knownDeviationsFile] : []),
       ...(values.strict ? ['--strict'] : []),
+      // The session budget is the whole run's: each shard, and the burst's run after them, has its part.
+      '--session-budget', String(Math.floor(settings.sessionBudget / (shards + 1))),
       ...(values.grep ? ['--grep', values.grep] : []),
       ...(values['grep-invert'] ? ['--grep-invert', values['grep-invert']] : []),
     ];
-    return runShards(shards, common, selectedRules(values), positionals, settings);
+    const code = await runShards(shards, common, selectedRules(values), positionals, settings);
+    nextStep(settings.reportsDir);
+    return code;
   }
-  // Tests that judge the whole run (a project teardown) run whatever files are named: they read the rules chosen here.
-  if (selectedRules(values).length) process.env[SELECTED_RULES_VARIABLE] = selectedRules(values).join(',');
-  else delete process.env[SELECTED_RULES_VARIABLE];
   const signalled = await runPlaywright(playwrightArguments(values, positionals), settings);
   const ended = Date.now();
   try {
     const code = await finish(settings, signalled, !values['no-allure']);
     console.log(phases(settings.reportsDir, ended));
+    nextStep(settings.reportsDir);
     return code;
   } finally {
     removeRunFolder(settings.reportsDir);
   }
+}
+
+/** After a run that left reproductions: how to run them again once the target is fixed. */
+function nextStep(reportsDir: string): void {
+  if (!reproductionsIn(reportsDir).length) return;
+  const folder = reportsDir === path.resolve('reports') ? '' : ` ${path.relative(process.cwd(), reportsDir).startsWith('..') ? reportsDir : path.relative(process.cwd(), reportsDir)}`;
+  console.log(`After a fix: npx ${NAME} replay${folder} (npm run replay${folder && ` --${folder}`} in a clone) runs these reproductions again against the target configured now.`);
 }
 
 /** The rules --rule and --skip-rule select; empty for all. */
@@ -156,9 +225,10 @@ function playwrightArguments(values: RunValues, positionals: string[]): string[]
 }
 
 /**
- * Where the command's time went: start (the command, Playwright, the global setup, until the first
- * test), tests (until the verdict), teardown (until Playwright exited), reports (the Allure report,
- * the stops the run left, the command's end).
+ * Where the command's time went: start (the command, Playwright, the global setup), workers (their
+ * start and fixtures, until the first test), tests (to the last test's end: the Allure report's
+ * duration), teardown (the global teardown and the verdict, until Playwright exited), reports (the
+ * Allure report, the stops the run left, the command's end).
  */
 function phases(reportsDir: string, playwrightEnded: number): string {
   const now = Date.now();
@@ -170,8 +240,9 @@ function phases(reportsDir: string, playwrightEnded: number): string {
     return `Took ${seconds(now - COMMAND_STARTED)}.`;
   }
   const began = summary!.startedAt ?? COMMAND_STARTED;
-  const verdict = began + summary!.durationMs;
-  return `Took ${seconds(now - COMMAND_STARTED)}: start ${seconds(began - COMMAND_STARTED)}, tests ${seconds(verdict - began)}, teardown ${seconds(playwrightEnded - verdict)}, reports ${seconds(now - playwrightEnded)}.`;
+  const first = summary!.firstTestStartedAt ?? began;
+  const last = first + (summary!.testsMs ?? 0);
+  return `Took ${seconds(now - COMMAND_STARTED)}: start ${seconds(began - COMMAND_STARTED)}, workers ${seconds(first - began)}, tests ${seconds(last - first)} (first test's start to last test's end, as Allure counts), teardown ${seconds(playwrightEnded - last)}, reports ${seconds(now - playwrightEnded)}.`;
 }
 
 /** After Playwright: stops what the run left, builds the Allure report, and returns the exit code. */
@@ -263,14 +334,11 @@ function runPlaywright(args: string[], settings: Settings): Promise<string | und
   });
 }
 
-async function cleanup(): Promise<number> {
-  let settings: Settings;
-  try {
-    settings = loadSettings();
-  } catch (error) {
-    if (error instanceof ConfigurationError) return configurationError(error.message);
-    throw error;
-  }
+async function cleanup(argv: string[]): Promise<number> {
+  const { positionals, problems } = readFlags(argv, {});
+  if (positionals.length && !problems.length) problems.push('cleanup takes no argument: it reads REPORTS_DIR and the keys from the environment');
+  const settings = settingsWith({}, problems);
+  if (!settings || problems.length) return configurationError(problems);
   const busy = reportsFolderInUse(settings.reportsDir);
   if (busy) return configurationError(`${busy} Its sessions are still its own: run the cleanup once it has ended.`);
   // A fresh back-off budget: what the run learnt of the target's limiter may no longer hold.
@@ -296,10 +364,11 @@ async function cleanup(): Promise<number> {
 }
 
 function verdict(argv: string[]): number {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { out: { type: 'string' } } });
-  if (!positionals.length) return configurationError('verdict needs the conformance-summary.json of every shard');
+  const { values, positionals, problems } = readFlags(argv, { out: { type: 'string' } });
+  if (!positionals.length) problems.push('verdict needs the conformance-summary.json of every shard');
   const missing = positionals.filter((file) => !existsSync(file));
-  if (missing.length) return configurationError(`no such summary: ${missing.join(', ')}`);
+  if (missing.length) problems.push(`no such summary: ${missing.join(', ')}`);
+  if (problems.length) return configurationError(problems);
   const merged = mergeSummaries(positionals.map((file) => JSON.parse(readFileSync(file, 'utf8')) as Summary));
   const out = path.resolve(values.out ?? path.join(loadSettings().reportsDir, 'conformance-summary.merged.json'));
   mkdirSync(path.dirname(out), { recursive: true });
@@ -310,17 +379,29 @@ function verdict(argv: string[]): number {
 }
 
 async function reference(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { port: { type: 'string' } } });
-  const { createReferenceServer } = await import('../reference/server');
+  const { values, positionals, problems } = readFlags(argv, { port: { type: 'string' } });
   const port = Number(values.port ?? process.env.PORT ?? 3002);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) problems.push(`--port (or PORT) must be a port number (got "${values.port ?? process.env.PORT}")`);
+  if (positionals.length && !problems.length) problems.push('reference takes no argument but --port');
+  if (problems.length) return configurationError(problems);
+  const { createReferenceServer } = await import('../reference/server');
   const server = await createReferenceServer({ port, log: (line) => console.log(`${new Date().toISOString()} ${line}`) });
-  console.log(`Reference server listening on ${server.url} (teams and keys: the kit's fixtures/teams.json)`);
+  // Where the keys are, as installed: a project that installed the kit finds them under its node_modules.
+  console.log(`Reference server listening on ${server.url} (teams and keys: ${realpathSync(TEAMS_FILE)})`);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
   await server.close();
   return 0;
+}
+
+function replayCommand(argv: string[]): Promise<number> | number {
+  const { values, positionals, problems } = readFlags(argv, { 'any-target': { type: 'boolean' } });
+  if (positionals.length > 1 && !problems.length) problems.push('replay takes one reports folder at most');
+  const settings = settingsWith({}, problems);
+  if (!settings || problems.length) return configurationError(problems);
+  return replay(settings, positionals[0], values['any-target'] ?? false);
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -330,16 +411,16 @@ async function main(argv: string[]): Promise<number> {
   }
   const [command, ...rest] = argv;
   if (command === 'reference') return reference(rest);
-  if (command === 'cleanup') return cleanup();
+  if (command === 'cleanup') return cleanup(rest);
   if (command === 'verdict') return verdict(rest);
-  if (command === 'replay') return replay(rest);
+  if (command === 'replay') return replayCommand(rest);
   return run(command === 'run' ? rest : argv);
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (error: NodeJS.ErrnoException) => {
-    console.error(String(error.code).startsWith('ERR_PARSE_ARGS') ? `Configuration error:\n  - ${error.message}\nSee --help.` : error.message);
+  (error: Error) => {
+    console.error(error.message);
     process.exit(2);
   },
 );

@@ -57,3 +57,13 @@ export function isRunError(message: string): boolean {
 export function isKnownDeviation(message: string): boolean {
   return /^(KnownDeviation: )?Known deviation of /.test(firstLine(message) ?? '');
 }
+
+/** Why a target did not answer the check before the run; an https address on a plain HTTP port says so, since its TLS error does not. */
+export function whyUnreachable(baseURL: string, error: NodeJS.ErrnoException): string {
+  const why = error.code ?? error.message;
+  if (baseURL.startsWith('https:') && /WRONG_VERSION_NUMBER|wrong version number|PACKET_LENGTH_TOO_LONG/i.test(`${error.code} ${error.message}`)) {
+    const http = baseURL.replace(/^https:/, 'http:');
+    return `The target ${baseURL} answered plain HTTP, not https (${why}): if that is the address meant, use ${http} in BASE_URL (off loopback, only with ALLOW_INSECURE_HTTP=1 on a network you trust).`;
+  }
+  return `The target ${baseURL} is unreachable (${why}).`;
+}

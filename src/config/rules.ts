@@ -145,6 +145,41 @@ export type TestId = { [R in RuleId]: `${R}/${TestsOf<R>}` }[RuleId];
 
 export const RULE_IDS = Object.keys(RULES) as RuleId[];
 
+/**
+ * What each test opens on the target, every team's together: browser sessions, and scrape jobs left
+ * without one. Tests not listed open nothing; the sequences rule searches with the budget left.
+ */
+export const OPENS: Partial<Record<TestId, { sessions: number; jobs?: number }>> = {
+  'owner-stop/answers-200': { sessions: 1 },
+  'billing/past-a-minute': { sessions: 1 },
+  'billing/long-hold': { sessions: 1 },
+  'billing/medium-hold': { sessions: 1 },
+  'billing/short-hold': { sessions: 1 },
+  'foreign-team/forbidden': { sessions: 1 },
+  'foreign-team/survives': { sessions: 1 },
+  'foreign-team/reveals-nothing': { sessions: 1, jobs: 1 },
+  'unknown-job/job-without-session': { sessions: 0, jobs: 1 },
+  'unknown-job/others-survive': { sessions: 1, jobs: 1 },
+  'authentication/no-key': { sessions: 1 },
+  'authentication/empty-token': { sessions: 1 },
+  'authentication/garbage': { sessions: 1 },
+  'authentication/unknown-key': { sessions: 1 },
+  'authentication/key-case-changed': { sessions: 1 },
+  'authentication/key-extended': { sessions: 1 },
+  'authentication/key-truncated': { sessions: 1 },
+  'authentication/basic-scheme': { sessions: 1 },
+  'authentication/token-scheme': { sessions: 1 },
+  'authentication/lower-case-bearer': { sessions: 1 },
+  'authentication/reveals-nothing': { sessions: 1, jobs: 1 },
+  // Two live sessions go into the burst; an interact on a stopped session may open another.
+  'rate-limit/burst': { sessions: 2 },
+  'stop-is-final/second-stop': { sessions: 1 },
+  'stop-is-final/simultaneous-stops': { sessions: 1 },
+  'stop-is-final/final-for-everyone': { sessions: 1 },
+  'stop-is-final/interact-after-stop': { sessions: 2 },
+  'json-answers/forbidden': { sessions: 1 },
+};
+
 /** The files of a rule's tests, its last file (tests that judge the whole run) after the rest. */
 export function filesOf(rule: RuleId): string[] {
   const entry: RuleEntry = RULES[rule];

@@ -66,6 +66,10 @@ export interface Settings {
   accountSettleMs: number;
   /** The rules the command chose (--rule, --skip-rule); undefined for all. */
   selectedRules?: string[];
+  /** Most browser sessions the run opens, every team's together. */
+  sessionBudget: number;
+  /** Most credits the run may spend at the target's price, where the user set one: the session budget shrinks to fit. */
+  creditBudget?: number;
 }
 
 export class ConfigurationError extends Error {
@@ -108,6 +112,8 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'RATE_LIMIT', default: 'learnt', meaning: "Each team's rate limit on stop and interact, when known (`10/min` on the hosted service's free plan, `100/min`, `5/s`). Unset: the run learns it from the first 429 that is not a cap's, and from then on its workers share a schedule under it." },
   { env: 'ACCOUNT_CHECK', default: '1', meaning: "With 0, the owner team's credit counter (GET /v2/team/credit-usage) is not read. With 1, where the target answers it, the run reads it before its first scrape and after its last settlement and checks that the account was charged exactly the settlements and scrapes the run saw. Turn it off when someone else uses that team during the run." },
   { env: 'ACCOUNT_SETTLE_MS', default: '5000 embedded; 60000 otherwise', meaning: 'How long the account check waits for charges the target queues to land on the account.' },
+  { env: 'SESSION_BUDGET', flag: '--session-budget', default: '40; 200 embedded', meaning: "Most browser sessions the run opens, every team's together: each is a scrape job and a real browser on the target. The rules' own tests come first; the sequences rule searches with what is left. A test that cannot get a session is not verifiable, and says which budget would verify it." },
+  { env: 'CREDIT_BUDGET', flag: '--credit-budget', default: 'none', meaning: "Most credits the run may spend at the target's price (its declared billing rule, or the specification's; a scrape at its stated price, else 1): the session budget shrinks until the predicted cost fits." },
   { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
 ];
 
@@ -203,6 +209,8 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     accountCheck: env.ACCOUNT_CHECK === undefined || env.ACCOUNT_CHECK === '' ? true : flag('ACCOUNT_CHECK'),
     accountSettleMs: integer('ACCOUNT_SETTLE_MS', external ? 60_000 : 5_000, 0),
     selectedRules: env[SELECTED_RULES_VARIABLE] ? env[SELECTED_RULES_VARIABLE].split(',') : undefined,
+    sessionBudget: integer('SESSION_BUDGET', external ? 40 : 200, 0),
+    creditBudget: readCredits(env.CREDIT_BUDGET, problems),
   };
   if (problems.length) throw new ConfigurationError(problems);
   return settings;
@@ -291,4 +299,11 @@ function readRateLimit(value: string | undefined, problems: string[]): Rate | un
   const rate = parseRate(value);
   if (!rate) problems.push(`RATE_LIMIT must be requests over a window, such as 10/min, 100/min, 5/s or 20/10s (got "${value}").`);
   return rate && { ...rate, from: 'stated: RATE_LIMIT' };
+}
+
+function readCredits(value: string | undefined, problems: string[]): number | undefined {
+  if (!value) return undefined;
+  const credits = Number(value);
+  if (!Number.isFinite(credits) || credits <= 0) problems.push(`CREDIT_BUDGET must be a positive number of credits (got "${value}").`);
+  return credits;
 }

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Limiter, Rate } from '../config/rates';
 import { BackoffQueue } from './backoff-queue';
+import { takeSession } from './budget';
 import { recentRatePerMinute, writeSpend } from './cost';
 import { QuietSpell } from './quiet-spell';
 import { channel } from './run-folder';
@@ -43,6 +44,11 @@ export class Coordination {
   /** A team's live sessions under its cap (SESSION_CAP, or the one learnt). */
   sessionSlots(team: string, statedCap?: number): SessionSlots {
     return new SessionSlots(this.reportsDir, this.baseURL, team, statedCap);
+  }
+
+  /** One session of the run's budget on this target, if any is left (budget.ts). */
+  takeSession(budget: number): boolean {
+    return takeSession(this.reportsDir, this.targetKey(), budget);
   }
 
   /** Adds this process's tally of what the run spent to the run's (after each test). */

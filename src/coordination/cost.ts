@@ -1,6 +1,6 @@
 /**
- * What a run spent on its target: sessions created, scrapes, credits billed as the target reported
- * them, and per team the requests to the rate-limited endpoints (stop and interact) and how many
+ * What a run spent on its target: sessions created and scrapes by every team, credits billed as the
+ * stops' answers reported them, and per team the requests to the rate-limited endpoints (stop and interact) and how many
  * got 429. Each worker counts its own requests and writes its tally after every test to
  * the run folder's `cost/<pid>.json` (run-folder.ts); the summary adds them up. Against a rate-limited target it also
  * gives the run's floor: the busiest team's requests that got through, at the rate its limiter let
@@ -124,6 +124,8 @@ export interface Cost {
   wallMs: number;
   /** The busiest team's floor: its requests that got through, at its rate where the run knows it, else at the median rate a minute its limiter let through while refusing (for at least a minute). */
   floor?: { team: string; requests: number; perMinute: number; floorMs: number; ratio: number };
+  /** What the run said before its first test it would spend at most (domain/budget.ts). */
+  predicted?: { sessions: number; scrapes: number; credits: number; budget: number };
 }
 
 /** Refusals spread over less than this say nothing of the rate a limiter allows. */
@@ -169,18 +171,29 @@ export function mergeCosts(costs: Cost[]): Cost | undefined {
   if (!costs.length) return undefined;
   const sum = (field: 'sessions' | 'scrapes' | 'credits' | 'limitedRequests' | 'throttled') => costs.reduce((total, cost) => total + cost[field], 0);
   const retries = costs.reduce((total, cost) => total + (cost.provisioningRetries ?? 0), 0);
-  return { sessions: sum('sessions'), scrapes: sum('scrapes'), credits: +sum('credits').toFixed(6), limitedRequests: sum('limitedRequests'), throttled: sum('throttled'), ...(retries ? { provisioningRetries: retries } : {}), wallMs: Math.max(...costs.map((cost) => cost.wallMs)) };
+  const predicted = costs.every((cost) => cost.predicted) ? costs.map((cost) => cost.predicted!) : undefined;
+  const total = (field: 'sessions' | 'scrapes' | 'credits' | 'budget') => +predicted!.reduce((sum, one) => sum + one[field], 0).toFixed(4);
+  return {
+    sessions: sum('sessions'), scrapes: sum('scrapes'), credits: +sum('credits').toFixed(6), limitedRequests: sum('limitedRequests'), throttled: sum('throttled'),
+    ...(retries ? { provisioningRetries: retries } : {}), wallMs: Math.max(...costs.map((cost) => cost.wallMs)),
+    ...(predicted ? { predicted: { sessions: total('sessions'), scrapes: total('scrapes'), credits: total('credits'), budget: total('budget') } } : {}),
+  };
 }
 
 export function describeCost(cost: Cost): string[] {
   const lines = [
-    `COST: ${cost.sessions} session(s) created, ${cost.scrapes} scrape(s), ${cost.credits} credit(s) billed as the target reported them; ` +
+    `COST: ${cost.sessions} session(s) created and ${cost.scrapes} scrape(s), by every team the run used; ${cost.credits} credit(s) billed as the stops' answers reported them ` +
+      `(creditsBilled; the ACCOUNT line counts the owner team's sessions alone, each settlement once); ` +
       `${cost.limitedRequests} request(s) to stop and interact, ${cost.throttled} answered 429` +
-      `${cost.provisioningRetries ? `; ${cost.provisioningRetries} provisioning interact(s) sent again after a 404 just after their scrape` : ''}; ${(cost.wallMs / 1000).toFixed(1)} s`,
+      `${cost.provisioningRetries ? `; ${cost.provisioningRetries} provisioning interact(s) sent again after a 404 just after their scrape` : ''}; ${(cost.wallMs / 1000).toFixed(1)} s from the workers' start to the verdict`,
   ];
+  if (cost.predicted) {
+    const { sessions, scrapes, credits, budget } = cost.predicted;
+    lines.push(`  predicted before the first test: at most ${sessions} session(s) of SESSION_BUDGET=${budget} and ${scrapes} scrape(s), about ${credits} credit(s) at the target's price`);
+  }
   if (cost.floor) {
     lines.push(
-      `  floor: the ${cost.floor.team} team's ${cost.floor.requests} requests that got through, at the ${cost.floor.perMinute} a minute its limiter allowed, ` +
+      `  floor: the ${cost.floor.team} team's ${cost.floor.requests} requests that got through, at the ${cost.floor.perMinute} request(s) a minute its limiter allowed, ` +
         `take ${(cost.floor.floorMs / 1000).toFixed(0)} s; the run took ${cost.floor.ratio}x that (${cost.limitedRequests ? Math.round((100 * cost.throttled) / cost.limitedRequests) : 0}% of its requests to stop and interact refused)`,
     );
   }

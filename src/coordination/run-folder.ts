@@ -20,6 +20,7 @@ export const CHANNELS = {
   quiet: "the burst's quiet spell: no other request in flight while it sends (quiet-spell.ts)",
   sessions: "each team's live sessions and the cap learnt (session-slots.ts)",
   cost: "each worker's tally of what the run spent (cost.ts)",
+  budget: 'one empty file per session taken from the run\'s budget, created once by whichever worker takes it (budget.ts)',
   account: "the owner team's credit counter before the run (account.ts)",
   traces: "each test's requests, without keys, for the reproductions of the checks that judge the whole run (coordination.ts)",
   'test-results': "Playwright's output folder (traces, screenshots and videos are off)",
@@ -27,7 +28,7 @@ export const CHANNELS = {
 export type Channel = keyof typeof CHANNELS;
 
 /** Cleared when a run starts: what an earlier, killed run's processes told each other (their process ids may be in use again). */
-const PER_RUN: Channel[] = ['hang', 'ending', 'limits', 'backoff', 'quiet', 'sessions', 'cost', 'account', 'traces', 'test-results'];
+const PER_RUN: Channel[] = ['hang', 'ending', 'limits', 'backoff', 'quiet', 'sessions', 'cost', 'budget', 'account', 'traces', 'test-results'];
 
 const USER = process.getuid?.() ?? os.userInfo().username;
 /** The user's folder of working folders: no other user's process can write there. */

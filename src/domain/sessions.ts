@@ -17,6 +17,7 @@ import type { Settings } from '../config/settings';
 import { type Identities, type Identity } from './target';
 import { openingOf, type Opening } from './cap-discovery';
 import { stopAsOwner } from './cleanup';
+import { notVerifiable } from '../checks/checks';
 
 export interface Session {
   jobId: string;
@@ -56,13 +57,25 @@ export class CapReached extends Error {
   }
 }
 
+/** The run's session budget is spent, or the share of it given to these sessions (`allowance`). */
+export class BudgetSpent extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BudgetSpent';
+  }
+}
+
 export interface SessionsOptions {
   api: Client;
   identities: Identities;
-  settings: Pick<Settings, 'scrapeUrl' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs' | 'testTimeoutMs' | 'accountCheck' | 'accountSettleMs'>;
+  settings: Pick<Settings, 'scrapeUrl' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs' | 'testTimeoutMs' | 'accountCheck' | 'accountSettleMs' | 'sessionBudget'>;
   ledger: Ledger;
   testId?: string;
   signal?: AbortSignal;
+  /** A share of the run's budget (the sequences rule's): past it, or past the budget, provisioning throws BudgetSpent instead of ending the test as not verifiable. */
+  allowance?: { left: number };
+  /** The run's session budget in force (SESSION_BUDGET, or less to fit CREDIT_BUDGET), and what the chosen tests need: what a test refused one is told would verify it. */
+  budget?: { sessions: number; needed: number };
 }
 
 /** The sessions of one test (or one history of the sequences rule): provisioned, used, and stopped afterwards. */
@@ -204,6 +217,8 @@ export class Sessions {
     // On a stopped session it may open a new one: a cap on live sessions then refuses it (429) for as
     // long as other tests hold theirs, and the refusal is the answer, not a wait.
     const reopens = ledger.endedHere(api.target.baseURL, jobId, owner.name);
+    // It may open a new session: one of the budget's.
+    if (reopens) this.takeFromBudget();
     const opening = openingOf(this.options, owner, jobId, reopens);
     const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, ...(reopens ? { giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true } : {}) }).catch((error) => {
       opening.ended();
@@ -261,8 +276,23 @@ export class Sessions {
     return { jobId: jobId as string, scrape: answer };
   }
 
+  /** One session from the run's budget (and this test's share of it), before anything is sent: a test that gets none is not verifiable. */
+  private takeFromBudget(): void {
+    const { allowance, settings, budget = { sessions: settings.sessionBudget, needed: 0 } } = this.options;
+    if (allowance && allowance.left <= 0) throw new BudgetSpent(`its share of the session budget (${budget.sessions}) is spent`);
+    if (!this.options.api.coordination) throw new RunError("sessions take the run's budget with its other workers: their client needs the run's coordination");
+    if (this.options.api.coordination.takeSession(budget.sessions)) {
+      if (allowance) allowance.left -= 1;
+      return;
+    }
+    const spent = `the run's session budget (${budget.sessions}: SESSION_BUDGET, or less to fit CREDIT_BUDGET) is spent`;
+    if (allowance) throw new BudgetSpent(spent);
+    notVerifiable(`${spent}, so this test could not open its session${budget.needed ? `: a budget of ${budget.needed} or more verifies every chosen test` : ''}`);
+  }
+
   private async provisionNow({ gapMs = 0, quiet = false, as: owner = this.owner }: ProvisionOptions = {}): Promise<Session> {
     const { api } = this.options;
+    this.takeFromBudget();
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
     let interact: Answer;

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { test, type Fixtures, type TestInfo } from '@playwright/test';
-import { displayName, historyId, label, labels, link, testCaseId } from 'allure-js-commons';
+import { description, displayName, historyId, label, labels, link, testCaseId } from 'allure-js-commons';
 import type { KnownDeviation } from '../config/deviations';
 import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from '../config/errors';
 import { entryOf, reportGroupOf, RULES, ruleOf, testIdOf, type TestId } from '../config/rules';
@@ -25,6 +25,20 @@ async function markKnownDeviation(testInfo: TestInfo, name: string, reason: stri
   testInfo.annotations.push({ type: 'known-deviation', description: `${name}: ${reason}` });
   await label('knownDeviation', reason);
   await displayName(`[known deviation] ${testInfo.title}`);
+}
+
+/**
+ * A test that could not establish its fact stays skipped in Allure, and says so with its reason.
+ * Allure heads a skipped test's message (Playwright's skip reason) "Error", so the reason is its
+ * description instead.
+ */
+async function markNotVerifiable(testInfo: TestInfo): Promise<void> {
+  const reason = testInfo.annotations.find((annotation) => annotation.type === 'not-verifiable')?.description;
+  if (testInfo.status !== 'skipped' || !reason) return;
+  for (const annotation of testInfo.annotations) if (annotation.type === 'skip') delete annotation.description;
+  await label('notVerifiable', redact(reason));
+  await description(`Not verifiable: ${redact(reason)}`);
+  await displayName(`[not verifiable] ${testInfo.title}`);
 }
 
 function createCheck(id: TestId, deviations: KnownDeviation[], reproduceDeviations: boolean, testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>, declared: Declared, failures: Failure[]): Check {
@@ -126,6 +140,7 @@ export const checkFixtures: Fixtures<{ testId: TestId; check: Check; reproductio
       await historyId(id);
       await testCaseId(id);
       await use(id);
+      await markNotVerifiable(testInfo);
       if (keepWorkerOnFailure && testInfo.status === 'failed') testInfo.fail();
     },
     { auto: true },

@@ -14,6 +14,7 @@ import './recorder';
 import { RunError } from '../config/errors';
 import type { TestId } from '../config/rules';
 import { loadSettings, withKnownDeviations, type Settings } from '../config/settings';
+import { predict } from '../domain/budget';
 import { createClient, type Client } from '../domain/client';
 import { Ledger, ledgerFile } from '../domain/ledger';
 import { Sessions, type Session } from '../domain/sessions';
@@ -67,7 +68,8 @@ const sessionFixtures: Fixtures<
   { settings: Settings; ledger: Ledger }
 > = {
   sessions: async ({ api, identities, settings, ledger, target, testId }, use, testInfo) => {
-    const sessions = new Sessions({ api, identities, settings, ledger, testId, signal: api.signal });
+    const { budget, needed } = predict(settings);
+    const sessions = new Sessions({ api, identities, settings, ledger, testId, signal: api.signal, budget: { sessions: budget, needed } });
     await use(sessions);
     // The test is over (or abandoned): end its requests and waits, then stop what it left running.
     api.cancel();

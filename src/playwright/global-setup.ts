@@ -1,16 +1,17 @@
 /**
- * Before the run: the configuration is valid, an external target answers, and no session an
- * earlier, killed run left in the ledger is still running. During the run: once the command that
- * started it is gone, the run winds down. After the run: every session the ledger holds open is
- * stopped, and one that cannot be is an error of the run.
+ * Before the run: the configuration is valid, an external target answers and knows every key
+ * (preflight.ts), and no session an earlier, killed run left in the ledger is still running. During
+ * the run: once the command that started it is gone, the run winds down. After the run: every
+ * session the ledger holds open is stopped, and one that cannot be is an error of the run.
  */
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { channel, reportsFolderInUse, takeReportsFolder } from '../coordination/run-folder';
 import { exchange } from '../http/exchange';
 import { Ledger, ledgerFile } from '../domain/ledger';
-import { RunError } from '../config/errors';
+import { RunError, whyUnreachable } from '../config/errors';
 import { stopOpenSessions } from '../domain/cleanup';
+import { checkKeys } from '../domain/preflight';
 import { loadSettingsOrExit, type Settings } from '../config/settings';
 
 /** Any HTTP answer proves the target reachable; a refused connection or a timeout does not. */
@@ -19,7 +20,7 @@ async function checkReachable(baseURL: string, settings: Pick<Settings, 'request
     await exchange(`${baseURL}/v2/scrape`, { method: 'OPTIONS', headers: {}, timeoutMs: Math.min(settings.requestTimeoutMs, 10_000), maxBodyBytes: 64 * 1024 });
     return undefined;
   } catch (error) {
-    return `The target ${baseURL} is unreachable (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}).`;
+    return whyUnreachable(baseURL, error as NodeJS.ErrnoException);
   }
 }
 
@@ -74,6 +75,9 @@ export default async function globalSetup() {
   if (!settings.embedded) {
     const unreachable = await checkReachable(settings.baseURL!, settings);
     if (unreachable) exit(unreachable);
+    // Before anything is provisioned or stopped: a key the target refuses is the configuration's fault, not the target's.
+    const refused = await checkKeys(settings);
+    if (refused) exit(refused);
   }
   const ledger = new Ledger(ledgerFile(settings.reportsDir));
   // Sessions of an embedded reference died with its process; those of an external target did not.

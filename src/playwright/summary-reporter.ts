@@ -1,6 +1,6 @@
 /**
  * The console of a run and its verdict: one line per test as it ends (the verdict's outcome, the
- * test id, and for anything but a pass the first line of why), what tests print as they print it,
+ * test id, and for anything but a pass the whole of why, indented under it), what tests print as they print it,
  * then `conformance-summary.json` (every test of the catalogue with its outcome), `junit.xml` (one
  * test case per test, its class name the rule, its rule id, test id, level and outcome as
  * properties) and the console summary.
@@ -9,15 +9,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestError, TestResult } from '@playwright/test/reporter';
 import { redact } from '../http/redact';
-import { costOf, readSpend } from '../coordination/cost';
+import { costOf, readSpend, type Cost } from '../coordination/cost';
 import { learntCaps } from '../coordination/session-slots';
 import { channel } from '../coordination/run-folder';
 import { learntRates } from '../coordination/schedule';
 import { describeRate, type Limiter, type Rate } from '../config/rates';
 import { ruleOf, testIdOf, type TestId } from '../config/rules';
-import { firstLine } from '../config/errors';
 import { REPRODUCTION } from '../reproduction/plan';
-import { emptyRecords, outcomeOf, renderSummary, summarise, type Summary, type TestRecord } from '../report/verdict';
+import { emptyRecords, indented, outcomeOf, renderSummary, summarise, wholeMessage, type Summary, type TestRecord } from '../report/verdict';
 
 export interface SummaryOptions {
   reportsDir: string;
@@ -26,6 +25,8 @@ export interface SummaryOptions {
   strict: boolean;
   sessionCap?: number;
   rateLimit?: Rate;
+  /** What the run said it would spend at most (domain/budget.ts). */
+  predicted?: Cost['predicted'];
 }
 
 /** How often, at most, the console says how the run stands against a limit it learnt. */
@@ -39,6 +40,10 @@ export default class SummaryReporter implements Reporter {
   private shard?: string;
   private filtered = false;
   private started = Date.now();
+  /** The first test's start and the last one's end, as the Allure report takes them: its start when it began, its end that plus its duration. */
+  private firstTestStarted?: number;
+  private lastTestEnded?: number;
+  private readonly begun = new Map<string, number>();
   private total = 0;
   private done = 0;
   private told = 0;
@@ -72,23 +77,29 @@ export default class SummaryReporter implements Reporter {
     }
   }
 
+  onTestBegin(test: TestCase) {
+    this.begun.set(test.id, Date.now());
+    this.firstTestStarted ??= Date.now();
+  }
+
   onTestEnd(test: TestCase, result: TestResult) {
+    this.lastTestEnded = Math.max(this.lastTestEnded ?? 0, (this.begun.get(test.id) ?? Date.now() - result.duration) + result.duration);
     const id = testIdOf(test.annotations);
     if (!id) return;
-    const { outcome, note } = outcomeOf({
+    const { outcome, note, notes } = outcomeOf({
       status: result.status,
       errors: result.errors.map((error) => error.message ?? error.value ?? 'unknown error'),
       annotations: [...test.annotations, ...(result.annotations ?? [])],
     });
     const annotation = (type: string) => [...test.annotations, ...(result.annotations ?? [])].find((found) => found.type === type)?.description;
     const [reproduction, curl] = outcome === 'fail' || outcome === 'known deviation' ? [annotation(REPRODUCTION), annotation('curl')] : [];
-    this.records.set(id, { ...this.records.get(id)!, outcome, note: note && redact(note), ...(reproduction ? { reproduction } : {}), ...(curl ? { curl } : {}) });
+    this.records.set(id, { ...this.records.get(id)!, outcome, note: note && redact(note), ...(notes ? { notes: redact(notes) } : {}), ...(reproduction ? { reproduction } : {}), ...(curl ? { curl } : {}) });
     this.durations.set(id, result.duration);
-    // Why, for anything but a pass: the first line of each error (the test's own, its teardown's), or of the note.
-    const errors = result.errors.map((error) => firstLine(redact(error.message ?? error.value ?? '')));
-    const why = outcome === 'pass' ? [] : outcome === 'fail' || outcome === 'error' ? [...new Set(errors.filter(Boolean))].slice(0, 3) : [firstLine(note && redact(note))].filter(Boolean);
+    // Why, for anything but a pass: each error whole (the test's own, its teardown's), or the note, indented under the test's line.
+    const errors = result.errors.map((error) => wholeMessage(redact(error.message ?? error.value ?? '')));
+    const why = outcome === 'pass' ? [] : outcome === 'fail' || outcome === 'error' ? [...new Set(errors.filter((error) => error !== undefined))].slice(0, 3) : [wholeMessage(note && redact(note))].filter((text) => text !== undefined);
     const reproduce = reproduction ? [`      reproduce: node ${path.relative(process.cwd(), path.join(this.options.reportsDir, reproduction))}${curl ? `, or: ${curl}` : ''}`] : [];
-    console.log([`  ${outcome.toUpperCase().padEnd(16)} ${id} (${result.duration} ms)`, ...why.map((line) => `      ${line}`), ...reproduce].join('\n'));
+    console.log([`  ${outcome.toUpperCase().padEnd(16)} ${id} (${result.duration} ms)`, ...why.map((text) => indented(text, '      ')), ...reproduce].join('\n'));
     this.done += 1;
     this.progress();
   }
@@ -117,9 +128,9 @@ export default class SummaryReporter implements Reporter {
 
   onError(error: TestError) {
     const message = redact(error.message ?? error.value ?? 'unknown error');
-    // The whole of it on the console (a teardown's list of sessions it could not stop); its first line in the summary.
+    // The whole of it, on the console and in the summary (a teardown's list of sessions it could not stop).
     console.error(message);
-    this.errors.push(firstLine(message) ?? 'unknown error');
+    this.errors.push(wholeMessage(message) ?? 'unknown error');
   }
 
   /** The cap on live sessions stated up front, or the lowest the run learnt, and from which team. */
@@ -140,12 +151,13 @@ export default class SummaryReporter implements Reporter {
       filtered: this.filtered || undefined,
       durationMs: Date.now() - this.started,
       startedAt: this.started,
+      ...(this.firstTestStarted !== undefined ? { firstTestStartedAt: this.firstTestStarted, testsMs: (this.lastTestEnded ?? this.firstTestStarted) - this.firstTestStarted } : {}),
       errors: this.errors,
       sessionCap: this.sessionCap(),
     });
     const rates = this.rates();
     if (rates.length) summary.rateLimits = rates.map(({ team, limiter, limit, windowMs, from }) => ({ team, limiter, limit, windowMs, from }));
-    summary.cost = costOf(readSpend(this.options.reportsDir), summary.durationMs, rates.filter((rate) => rate.limiter === 'interact'));
+    summary.cost = { ...costOf(readSpend(this.options.reportsDir), summary.durationMs, rates.filter((rate) => rate.limiter === 'interact')), ...(this.options.predicted ? { predicted: this.options.predicted } : {}) };
     mkdirSync(this.options.reportsDir, { recursive: true });
     writeFileSync(path.join(this.options.reportsDir, 'conformance-summary.json'), JSON.stringify(summary, null, 2));
     writeFileSync(path.join(this.options.reportsDir, 'junit.xml'), junitXml(summary, this.durations));
@@ -163,11 +175,12 @@ export function junitXml(summary: Summary, durations: Map<TestId, number>): stri
       const props = [['rule', ruleOf(test.id)], ['test-id', test.id], ['level', test.level], ['outcome', test.outcome], ...reproduction]
         .map(([name, value]) => `        <property name="${name}" value="${xml(value)}"/>`)
         .join('\n');
-      const note = xml(test.note ?? '');
+      // The message attribute holds the first line (CI views show it as the title), the element the whole message.
+      const [first, note] = [xml(test.note?.split('\n')[0] ?? ''), xml(test.note ?? '')];
       const body = {
-        fail: `<failure message="${note}" type="conformance failure"/>`,
-        error: `<error message="${note}" type="error of the run"/>`,
-        'not verifiable': `<skipped message="not verifiable: ${note}"/>`,
+        fail: `<failure message="${first}" type="conformance failure">${note}</failure>`,
+        error: `<error message="${first}" type="error of the run">${note}</error>`,
+        'not verifiable': `<skipped message="not verifiable: ${first}">${note}</skipped>`,
         'not run': '<skipped message="not run"/>',
         'known deviation': `<system-out>known deviation: ${note}</system-out>`,
         pass: '',

@@ -7,6 +7,10 @@
  * report (about one opening in six in headless Chromium here). Declaring the data store at the
  * top of the page makes the page wait for its embedded data instead.
  *
+ * The page must not call out when someone opens it: Allure 3 adds Google Analytics to every report
+ * with no switch (allure-framework/allure3#476), so its loader and its gtag() calls are removed, and
+ * a Content-Security-Policy lets the page load nothing but what it carries (and its own folder's files).
+ *
  *   npm run allure-report -- [<allure-results folders...>]   (default: reports/allure-results)
  */
 import { spawnSync } from 'node:child_process';
@@ -15,6 +19,10 @@ import path from 'node:path';
 
 const ROOT = path.join(__dirname, '..', '..');
 const EARLY_DATA_STORE = '<script>window.allureReportData = window.allureReportData || {};</script>';
+/** Scripts from another host, and inline scripts that call gtag(): what Allure adds for its analytics. */
+const ANALYTICS = /<script\b[^>]*?\ssrc="(?:https?:)?\/\/[^"]*"[^>]*><\/script>|<script>[^<]*\bgtag\([^<]*<\/script>/g;
+/** Whatever a later Allure adds, the browser loads nothing from another host. */
+const LOCAL_ONLY = `<meta http-equiv="Content-Security-Policy" content="default-src 'self' data: blob: 'unsafe-inline' 'unsafe-eval'">`;
 
 /** Returns the report's path, or undefined when Allure could not build it. */
 export function buildAllureReport(resultsDirs: string[], reportsDir: string): string | undefined {
@@ -26,8 +34,10 @@ export function buildAllureReport(resultsDirs: string[], reportsDir: string): st
   });
   if (generated.status !== 0) return undefined;
   const report = path.join(output, 'index.html');
-  // npm test checks that the store is in place, so a new Allure page layout cannot drop it unnoticed.
-  writeFileSync(report, readFileSync(report, 'utf8').replace(/<head[^>]*>/, (head) => `${head}\n    ${EARLY_DATA_STORE}`));
+  // npm test checks that the store and the policy are in place and that the page asks no other host
+  // for anything, so a new Allure page layout or injection cannot slip by unnoticed.
+  const page = readFileSync(report, 'utf8').replace(ANALYTICS, '').replace(/<head[^>]*>/, (head) => `${head}\n    ${EARLY_DATA_STORE}\n    ${LOCAL_ONLY}`);
+  writeFileSync(report, page);
   return report;
 }
 

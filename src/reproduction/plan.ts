@@ -1,5 +1,6 @@
-/** What a reproduction carries: the failed test's trace, the checks that failed with their arguments, and the run's bounds. Never a key, never the target's address. */
+/** What a reproduction carries: the failed test's trace, the checks that failed with their arguments, the run's bounds, and where and when it was made. Never a key. */
 import path from 'node:path';
+import type { Settings } from '../config/settings';
 import type { Serialized, TraceStep } from './trace';
 
 export const REPRODUCTIONS = 'reproductions';
@@ -29,7 +30,15 @@ export interface Plan {
   /** The target's file declared the owner's key under any scheme word the owner's: such a 429 is waited out. */
   schemeWordIgnored: boolean;
   limits: { requestTimeoutMs: number; maxBodyBytes: number; backoffBudgetMs: number };
+  /** The target the run made it against (its address, or EMBEDDED_TARGET) and when (ISO time): `replay` compares it with the target configured now. */
+  made?: { target: string; at: string };
 }
+
+/** The embedded reference's port changes with each run: it is recorded by name. */
+export const EMBEDDED_TARGET = 'embedded reference';
+
+/** The target as a reproduction records it: an external target's address (which carries no credentials), or EMBEDDED_TARGET. */
+export const targetOf = (settings: Pick<Settings, 'embedded' | 'baseURL'>) => (settings.embedded || !settings.baseURL ? EMBEDDED_TARGET : settings.baseURL);
 
 const PLAN_LINE = 'const PLAN = ';
 

@@ -10,7 +10,7 @@ import type { Failure } from '../checks/failure';
 import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
 import { redact } from '../http/redact';
-import { planLine, reproductionFile, type Plan } from './plan';
+import { planLine, reproductionFile, targetOf, type Plan } from './plan';
 import { answerRefs, type Serialized, type Trace, type TraceStep } from './trace';
 
 
@@ -73,14 +73,16 @@ export function planFor(settings: Settings, { testId, title, trace, failures }: 
 /** Writes the reproduction and returns its path, or undefined when no failed check can be run again. */
 export async function writeReproduction(settings: Settings, reproducible: Reproducible): Promise<string | undefined> {
   const { testId, title, folder } = reproducible;
-  const plan = planFor(settings, reproducible);
-  if (!plan) return undefined;
+  const planned = planFor(settings, reproducible);
+  if (!planned) return undefined;
+  const plan: Plan = { ...planned, made: { target: targetOf(settings), at: new Date().toISOString() } };
   const file = folder ? path.join(folder, ...testId.split('/')) + '.mjs' : reproductionFile(settings.reportsDir, testId);
   const text = [
     `// Reproduction of ${testId}: ${title}`,
     '// The same requests, by the same callers, with the same pauses, then the same checks with the same bounds.',
     `// Run it: BASE_URL=<target> API_KEY=<key> FOREIGN_API_KEY=<other team's key>${plan.steps.some((step) => step.as === 'burst') ? ' BURST_API_KEY=<third team\'s key>' : ''} node ${path.basename(file)}`,
     '// Node 18 or later, no packages. Exit 1: the fault shows; 0: it does not; 2: could not tell.',
+    `// Made against ${plan.made!.target} at ${plan.made!.at}.`,
     '// Every reproduction of a run: npx stop-session-conformance replay <reports folder>',
     planLine(plan),
     await bundledRunner(),

@@ -3,6 +3,7 @@
  * time each phase may spend.
  */
 import { type Client } from '../domain/client';
+import { JOB_OF_PATH } from '../domain/answer';
 import { RunError } from '../config/errors';
 import type { Coordination } from '../coordination/coordination';
 
@@ -18,6 +19,9 @@ import type { Coordination } from '../coordination/coordination';
 export class Pacer {
   lanes = LANES;
   limited = false;
+  /** Requests to stop and interact that waited behind the team's rate limit (for a place, a turn, or after a 429 of their own), and those of them that met a 429. */
+  waitedForLimit = 0;
+  metLimit = 0;
   private requests = 0;
   private totalMs = 0;
   /** Requests answered without a 429 since the last one: every CLEAN_TO_GROW of them, one more history at once. */
@@ -48,6 +52,11 @@ export class Pacer {
         const took = performance.now() - started;
         this.requests += 1;
         this.totalMs += took;
+        if (!request.as.withoutValidKey && JOB_OF_PATH.test(request.path) && !answer.onlyCapped) {
+          const refused = answer.attempts > 1 || answer.status === 429;
+          if (refused || answer.waitedForLimitMs !== undefined) this.waitedForLimit += 1;
+          if (refused) this.metLimit += 1;
+        }
         // A 429 to a request without a valid key is its refusal, not the team's limit.
         if (!request.as.withoutValidKey && (answer.attempts > 1 || answer.status === 429)) this.limit();
         else if (++this.clean % CLEAN_TO_GROW === 0) this.lanes = Math.min(LANES, this.lanes + 1);
@@ -75,13 +84,15 @@ export class Budget {
   halted?: RunError;
   /** Set once the time was up: on a slow machine or target the search does less, rather than outlive its budget. */
   outOfTime = false;
+  /** Set once the search's share of the session budget was spent. */
+  outOfSessions = false;
 
   constructor(public left: number, readonly until: number, private readonly pacer: Pacer) {}
 
   /** Whether `requests` more are allowed and fit in the time left; never once the search was halted or its time is up. */
   affords(requests: number): boolean {
     if (performance.now() + this.pacer.expectedMs(requests) > this.until) this.outOfTime = true;
-    return !this.halted && !this.outOfTime && this.left >= requests;
+    return !this.halted && !this.outOfTime && !this.outOfSessions && this.left >= requests;
   }
 
   spend(requests: number): void {

@@ -6,7 +6,7 @@
  */
 import { type Client } from '../domain/client';
 import { RunError } from '../config/errors';
-import { CapReached, type Sessions } from '../domain/sessions';
+import { BudgetSpent, CapReached, type Sessions } from '../domain/sessions';
 import type { Settings } from '../config/settings';
 import type { Identities } from '../domain/target';
 import { Budget, Pacer } from './pace';
@@ -110,6 +110,11 @@ export async function runHistory(options: ExploreOptions, budget: Budget, state:
     }
     // The target's cap on live sessions showed: not a disagreement; the next history keeps under it.
     if (error instanceof CapReached) return undefined;
+    // The search's share of the session budget is spent: it ends here.
+    if (error instanceof BudgetSpent) {
+      budget.outOfSessions = true;
+      return undefined;
+    }
     const call = (error as { call?: NamedCall }).call;
     const to = options.tracePosition?.();
     return { message: String((error as Error).message), ...(call && from !== undefined && to !== undefined ? { reproduction: { call, from, to } } : {}) };

@@ -65,7 +65,10 @@ function patternsOfDepth(depth: number): Kind[][] {
   const holds = (pattern: Kind[]) => pattern.filter((kind) => kind === 'hold').length;
   const order = (a: Kind[], b: Kind[]) => telling(b) - telling(a) || requestsOf(a) - requestsOf(b) || holds(a) - holds(b);
   if (depth > 3) return patterns.filter((pattern) => pattern.at(-1) !== 'ownerStop').sort(order);
-  return patterns.sort(order);
+  // The most telling pattern that begins with each kind goes first: a search of a few sessions still covers every 1-step pattern.
+  const sorted = patterns.sort(order);
+  const heads = KIND_NAMES.map((kind) => sorted.find((pattern) => pattern[0] === kind)!);
+  return [...heads, ...sorted.filter((pattern) => !heads.includes(pattern))];
 }
 
 /** Requests to stop and interact the systematic phase needs for every 3-step pattern (each from a fresh session, with its final stop). */

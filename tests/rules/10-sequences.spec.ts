@@ -4,10 +4,15 @@ import { spec } from '../../src/config/rules';
 import { Sessions } from '../../src/domain/sessions';
 import { exploreHistories } from '../../src/sequences/random';
 import { REQUESTS_FOR_EVERY_THREE_STEP_PATTERN, searchSystematically } from '../../src/sequences/systematic';
-import { pacerFor } from '../../src/sequences/pace';
+import { pacerFor, type Pacer } from '../../src/sequences/pace';
 import type { Exploration } from '../../src/sequences/search';
 import { notVerifiable } from '../../src/checks/checks';
 import { composeHistory } from '../../src/reproduction/compose';
+import { predict, SEQUENCE_REQUESTS_PER_SESSION } from '../../src/domain/budget';
+
+/** What the search knows of the team's rate limit: how many of its requests waited behind it, never more. */
+const waitsOf = ({ waitedForLimit, metLimit }: Pacer) =>
+  waitedForLimit ? `${waitedForLimit} request(s) waited behind the team's rate limit${metLimit ? `, ${metLimit} of them after a 429 of their own` : ''}` : "none waited behind the team's rate limit";
 
 /** The systematic phase's share of the rule's time and requests; the random histories have the rest. */
 const SYSTEMATIC_SHARE = 0.6;
@@ -22,20 +27,24 @@ test(
     const until = started + settings.sequenceSeconds * 1000;
     const pacer = pacerFor(api.coordination, identities.owner.team ?? identities.owner.name);
     const paced = pacer.client(api);
-    const openSessions = () => new Sessions({ api: paced, identities, settings, ledger, testId, signal: api.signal });
+    // Its share of the session budget, what the rules' own tests leave: the search ends when it is spent.
+    const { sequences: share, budget, needed } = predict(settings);
+    const allowance = { left: share };
+    const requests = Math.min(settings.sequenceBudget, share * SEQUENCE_REQUESTS_PER_SESSION);
+    const openSessions = () => new Sessions({ api: paced, identities, settings, ledger, testId, signal: api.signal, allowance, budget: { sessions: budget, needed } });
     const options = { api: paced, openSessions, identities, settings, pacer, tracePosition: () => requestTrace.steps.length };
     const explored: Exploration[] = [];
     const systematic = await test.step(`run every short pattern of steps over one session (at most ${Math.round(SYSTEMATIC_SHARE * settings.sequenceSeconds)} s)`, () =>
-      searchSystematically({ ...options, requests: settings.sequenceBudget * SYSTEMATIC_SHARE, until: started + SYSTEMATIC_SHARE * (until - started) }),
+      searchSystematically({ ...options, requests: requests * SYSTEMATIC_SHARE, until: started + SYSTEMATIC_SHARE * (until - started) }),
     );
     explored.push(systematic);
     for (const [index, seed] of sequenceSeeds.entries()) {
       if (explored.some((exploration) => exploration.failure)) break;
-      const requests = (settings.sequenceBudget - explored.reduce((sum, exploration) => sum + exploration.requests, 0)) / (sequenceSeeds.length - index);
+      const left = (requests - explored.reduce((sum, exploration) => sum + exploration.requests, 0)) / (sequenceSeeds.length - index);
       const seedUntil = performance.now() + (until - performance.now()) / (sequenceSeeds.length - index);
       console.log(`sequences: seed ${seed} (replay with SEQUENCE_SEED=${seed})`);
       const exploration = await test.step(`run random histories (seed ${seed}${Number.isFinite(runs) ? `, at most ${runs}` : ''}, until the rule's time is up)`, () =>
-        exploreHistories({ ...options, seed, runs, requests, until: seedUntil }),
+        exploreHistories({ ...options, seed, runs, requests: left, until: seedUntil }),
       );
       explored.push(exploration);
     }
@@ -45,13 +54,11 @@ test(
     const steps = explored.reduce((sum, exploration) => sum + exploration.steps, 0);
     const searched =
       `${histories} histories, ${steps} steps, ${explored.reduce((sum, exploration) => sum + exploration.requests, 0)} requests to stop and interact in ${((performance.now() - started) / 1000).toFixed(1)} s` +
-      ` (${pacer.limited ? 'paced by the team\'s rate limit' : 'no rate limit met'}); systematic phase: ${systematic.covered}`;
+      ` (${waitsOf(pacer)}), ${share - allowance.left} of its ${share} session(s); systematic phase: ${systematic.covered}`;
     testInfo.annotations.push({ type: 'note', description: `searched ${searched}` });
     const failed = explored.find((exploration) => exploration.failure);
-    if (failed) {
-      await testInfo.attach('shrunk history', { body: failed.counterexample!, contentType: 'text/plain' });
-      console.log(failed.counterexample);
-    }
+    // The shrunk history is in the failure's message too, shown whole under the test's line.
+    if (failed) await testInfo.attach('shrunk history', { body: failed.counterexample!, contentType: 'text/plain' });
     // Its reproduction: the shrunk history again, judged by the named check its step failed.
     await check(
       'model',

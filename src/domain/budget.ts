@@ -1,0 +1,78 @@
+/**
+ * What a run will spend, said before it spends it: the sessions the rules' own tests open, the
+ * sequences rule's share of what the budget leaves, the scrapes behind them, and credits at the
+ * target's price. The run never opens a session past SESSION_BUDGET (coordination/budget.ts).
+ */
+import { OPENS, RULE_IDS, ruleOf, TEST_IDS, type RuleId, type TestId } from '../config/rules';
+import type { Settings } from '../config/settings';
+import { chargeUnder, CREDITS_PER_MINUTE } from './billing';
+
+/** A session's life as the prediction prices it: tests hold theirs for seconds, the minute's hold longer. */
+const SESSION_LIFE_MS = 60_000;
+/** A scrape's price where the target states none: the hosted service's. */
+const SCRAPE_CREDITS = 1;
+/** Requests to stop and interact the sequences rule sends per session it opens, at most: a pattern of up to four steps, its provision and its stop. */
+export const SEQUENCE_REQUESTS_PER_SESSION = 10;
+/** Requests to stop and interact a rule's test sends, about: the owner's (its provisioning, stops, and stops held around a refusal), another team's. */
+const OWNER_REQUESTS_PER_TEST = 4;
+const FOREIGN_REQUESTS_PER_TEST = 1;
+
+export interface Prediction {
+  /** Sessions the run opens at most, and of those the sequences rule's. */
+  sessions: number;
+  sequences: number;
+  /** Sessions the chosen tests other than the sequences rule need: a budget below leaves some not verifiable. */
+  needed: number;
+  /** The budget in force: SESSION_BUDGET, or less to fit CREDIT_BUDGET. */
+  budget: number;
+  scrapes: number;
+  credits: number;
+  /** Requests to stop and interact, per team: about, since a back-off after 429 sends more. */
+  requests: Record<string, number>;
+  /** Where the rate is known: the least time the owner's requests take under it. */
+  minutes?: number;
+}
+
+const chosenRules = (settings: Pick<Settings, 'selectedRules'>): RuleId[] => RULE_IDS.filter((rule) => !settings.selectedRules || settings.selectedRules.includes(rule));
+const chosenTests = (settings: Pick<Settings, 'selectedRules'>): TestId[] => TEST_IDS.filter((id) => chosenRules(settings).includes(ruleOf(id)));
+
+/** What a session costs at the target's price for `ms`: its declared billing rule, or the specification's. */
+const priceOf = (settings: Pick<Settings, 'declaredBilling'>, ms: number) => (settings.declaredBilling ? chargeUnder(settings.declaredBilling.rule, ms) : (ms / 60_000) * CREDITS_PER_MINUTE);
+
+export function predict(settings: Settings): Prediction {
+  const tests = chosenTests(settings);
+  const needed = tests.reduce((sum, id) => sum + (OPENS[id]?.sessions ?? 0), 0);
+  const jobs = tests.reduce((sum, id) => sum + (OPENS[id]?.jobs ?? 0), 0);
+  const searches = tests.includes('sequences/random-histories');
+  const at = (budget: number): Prediction => {
+    const sequences = searches ? Math.max(0, budget - needed) : 0;
+    const sessions = Math.min(budget, needed + sequences);
+    const minute = tests.includes('billing/past-a-minute') && sessions > 0 ? 1 : 0;
+    const credits = priceOf(settings, settings.billingMinuteHoldMs + SESSION_LIFE_MS) * minute + priceOf(settings, SESSION_LIFE_MS) * (sessions - minute) + SCRAPE_CREDITS * (sessions + jobs + 1);
+    const rest = tests.filter((id) => id !== 'sequences/random-histories' && id !== 'rate-limit/burst').length;
+    const sequenceRequests = Math.min(settings.sequenceBudget, sequences * SEQUENCE_REQUESTS_PER_SESSION);
+    const owner = OWNER_REQUESTS_PER_TEST * rest + sequenceRequests;
+    const requests: Record<string, number> = { 'owner team': owner, 'foreign team': FOREIGN_REQUESTS_PER_TEST * rest + Math.ceil(sequenceRequests / 4) };
+    const rate = settings.rateLimit;
+    // Where the rate is known, the burst is just wider than the room in the window.
+    const burstTeam = settings.burstApiKey || settings.embedded ? 'burst team' : 'owner team';
+    if (tests.includes('rate-limit/burst')) requests[burstTeam] = (requests[burstTeam] ?? 0) + (rate ? rate.limit + 2 : settings.burstRequests);
+    return { sessions, sequences, needed, budget, scrapes: sessions + jobs + 1, credits: +credits.toFixed(4), requests, ...(rate ? { minutes: Math.ceil((owner / rate.limit) * (rate.windowMs / 60_000)) } : {}) };
+  };
+  let prediction = at(settings.sessionBudget);
+  // A credit budget shrinks the session budget until the cost fits.
+  while (settings.creditBudget !== undefined && prediction.credits > settings.creditBudget && prediction.budget > 0) prediction = at(prediction.budget - 1);
+  return prediction;
+}
+
+/** The prediction as the console prints it before the first test. */
+export function describePrediction(prediction: Prediction, settings: Settings): string {
+  const { sessions, sequences, needed, budget, scrapes, credits, requests, minutes } = prediction;
+  const price = settings.declaredBilling ? 'the declared billing rule' : "the specification's 2 credits a minute";
+  const lines = [
+    `COST AT MOST: ${sessions} session(s) (SESSION_BUDGET=${budget}${settings.creditBudget === undefined ? '' : `, to fit CREDIT_BUDGET=${settings.creditBudget}`}; ${sequences} of them the sequences rule's), ${scrapes} scrape(s), about ${credits} credit(s) at ${price} and ${SCRAPE_CREDITS} a scrape`,
+    `  requests to stop and interact, about: ${Object.entries(requests).map(([team, count]) => `${count} as the ${team}`).join(', ')}${minutes === undefined ? '' : `; at least ${minutes} minute(s) at RATE_LIMIT`}`,
+  ];
+  if (budget < needed) lines.push(`  the rules' own tests need ${needed} session(s): with fewer, those that get none are not verifiable (SESSION_BUDGET=${needed} verifies them all)`);
+  return lines.join('\n');
+}
