@@ -6,7 +6,8 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -99,7 +100,7 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       assert.equal(declared.statuses.authentication, 'known deviation');
       const account = declared.summary!.rules['stop-is-final'].tests.find((t) => t.id === 'stop-is-final/account')!;
       assert.equal(account.outcome, 'pass', JSON.stringify(account));
-      assert.match(account.note!, /the account was charged (\d+) credit\(s\) .* the run's answers account for \1:/);
+      assert.match(account.note!, /the owner team's account was charged (\d+) credit\(s\) .* its answers account for \1 credit\(s\):/);
       // Nothing fails or errs; the burst may be not verifiable where a loaded runner let its stops through unthrottled (an honest outcome).
       assert.deepEqual(notPassing(declared.summary!).filter((t) => t.outcome === 'fail' || t.outcome === 'error' || (t.outcome === 'not verifiable' && t.id !== 'rate-limit/burst')), [], 'nothing failed, in error or not verifiable but the burst');
       assert.match(declared.log, /KNOWN DEVIATION/);
@@ -157,15 +158,21 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       assert.deepEqual([survives.outcome, survives.reproduction], ['fail', 'reproductions/foreign-team/survives.mjs']);
       assert.match(run.log, /^ {6}reproduce: node \S*reproductions\/foreign-team\/survives\.mjs$/m);
       assert.match(readFileSync(path.join(run.reports, 'junit.xml'), 'utf8'), /<property name="reproduction" value="reproductions\/foreign-team\/survives\.mjs"\/>/);
-      const replay = (extra: Record<string, string>) => runCommand(process.execPath, [BIN, 'replay', run.reports], isolatedEnv(extra));
+      assert.match(run.log.trim().split('\n').at(-1)!, /^After a fix: npx stop-session-conformance replay \S+ \(npm run replay -- \S+ in a clone\)/, 'the next step, last');
+      const replay = (extra: Record<string, string>, ...args: string[]) => runCommand(process.execPath, [BIN, 'replay', run.reports, ...args], isolatedEnv(extra));
       const still = await replay(env);
       assert.equal(still.code, 1, still.log);
+      assert.match(still.log, new RegExp(`^Made against ${env.BASE_URL} at \\S+Z\n`, 'm'));
       assert.match(still.log, /STILL FAILING +foreign-team\/survives\n +FAILS (refused|survives): /);
-      const gone = await replay({ ...env, BASE_URL: fixed.url });
+      // The fixed target is another server here: replay refuses it unless told to go on.
+      const elsewhere = await replay({ ...env, BASE_URL: fixed.url });
+      assert.equal(elsewhere.code, 2, elsewhere.log);
+      assert.match(elsewhere.log, new RegExp(`were made against ${env.BASE_URL} at \\S+Z, and the target configured now is ${fixed.url}\\..*give --any-target`));
+      const gone = await replay({ ...env, BASE_URL: fixed.url }, '--any-target');
       assert.equal(gone.code, 0, gone.log);
       assert.match(gone.log, /FIXED +foreign-team\/survives/);
       // Without BASE_URL, against a fresh embedded reference.
-      assert.match((await replay({})).log, /FIXED +foreign-team\/survives/);
+      assert.match((await replay({}, '--any-target')).log, /FIXED +foreign-team\/survives/);
       assert.equal(fixed.activeSessions().length, 0, 'the reproduction stopped the sessions it opened');
       // Where one request shows the fault, a curl line with the key as $API_KEY.
       const single = await conformance(['--rule', 'unknown-job'], unknownJobEnv);
@@ -201,7 +208,7 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       assert.ok(Math.abs(cost.credits - server.creditsBilled()) < 0.001, `credits: ${cost.credits} reported, ${server.creditsBilled()} charged`);
       assert.equal(cost.sessions, server.state.charges.length, 'every session the run created was charged once');
       assert.ok(cost.throttled > 0 && cost.limitedRequests > cost.throttled, JSON.stringify(cost));
-      assert.match(run.log, /COST: \d+ session\(s\) created, \d+ scrape\(s\), [\d.]+ credit\(s\) billed as the target reported them; \d+ request\(s\) to stop and interact, \d+ answered 429; [\d.]+ s/);
+      assert.match(run.log, /COST: \d+ session\(s\) created and \d+ scrape\(s\), by every team the run used; [\d.]+ credit\(s\) billed as the stops' answers reported them \(creditsBilled; [^)]*\); \d+ request\(s\) to stop and interact, \d+ answered 429; [\d.]+ s from the workers' start to the verdict/);
       assert.match(readFileSync(path.join(run.reports, 'junit.xml'), 'utf8'), /<property name="cost\.limitedRequests" value="\d+"\/>/);
 
       // A burst-team session a killed run left open: only that team's key can stop it.
@@ -227,6 +234,8 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     const silent = http.createServer((req, res) => void (req.method === 'OPTIONS' && res.end()));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const { server: broken, env: brokenEnv } = await external((base) => ({ interact: () => base.error(502, 'Bad gateway.') }));
+    // Knows the keys (a stop of a random job gets 404), then refuses them when a session is provisioned: a key revoked during the run, say.
+    const { server: refusing, env: refusingEnv } = await external((base) => ({ interact: () => base.error(401, 'Unauthorized: Invalid token') }));
     try {
       const stalled = await conformance(['--rule', 'owner-stop'], {
         BASE_URL: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, API_KEY: SECRETS[0], FOREIGN_API_KEY: SECRETS[1], REQUEST_TIMEOUT_MS: '3000',
@@ -243,10 +252,16 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       assert.equal(failedProvisioning.summary!.rules['owner-stop'].tests[0].outcome, 'error');
       assert.match(failedProvisioning.summary!.rules['owner-stop'].tests[0].note!, /provisioning: POST \/v2\/scrape\/\{jobId\}\/interact must answer 200/);
       assert.equal(broken.activeSessions().length, 0);
+
+      const refusedProvisioning = await conformance(['--rule', 'owner-stop'], refusingEnv);
+      assert.equal(refusedProvisioning.code, 2, refusedProvisioning.log.slice(-2000));
+      assert.equal(refusedProvisioning.summary!.rules['owner-stop'].tests[0].outcome, 'error');
+      assert.match(refusedProvisioning.summary!.rules['owner-stop'].tests[0].note!, /provisioning: POST \/v2\/scrape\/\{jobId\}\/interact must answer 200 \(status 401\)/);
     } finally {
       silent.closeAllConnections();
       silent.close();
       await broken.close();
+      await refusing.close();
     }
   });
 
@@ -290,6 +305,45 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     }
   });
 
+  test('the session budget: a dry run sends nothing; a run opens at most its budget, and spends no more than it predicted', async () => {
+    // Requests the target received, and sessions it opened (an interact that found none and answered 200).
+    const seen = { requests: 0, sessions: 0 };
+    const { server, env } = await external((base, state) => ({
+      send: (res, reply) => ((seen.requests += 1), base.send(res, reply)),
+      interact: (team, jobId, body) => {
+        const fresh = !state.sessions.has(jobId);
+        const reply = base.interact(team, jobId, body);
+        if (fresh && reply.status === 200) seen.sessions += 1;
+        return reply;
+      },
+    }), { limit: 100_000, windowMs: 1000 });
+    try {
+      const dry = await conformance(['--dry-run'], env);
+      assert.equal(dry.code, 0, dry.log);
+      assert.match(dry.log, /^COST AT MOST: 40 session\(s\) \(SESSION_BUDGET=40; 12 of them the sequences rule's\), 45 scrape\(s\), about [\d.]+ credit\(s\)/m);
+      assert.equal(seen.requests, 0, 'a dry run sent requests');
+      // The default budget, all of it the sequences rule's: it searches until it is spent, not until its time is up.
+      const searched = await conformance(['--rule', 'sequences'], { ...env, SEQUENCE_SECONDS: '60', SEQUENCE_BUDGET: '' });
+      assert.equal(searched.code, 3, searched.log.slice(-3000));
+      assert.ok(seen.sessions <= 40 && searched.summary!.cost!.sessions <= 40, `${seen.sessions} sessions opened, ${searched.summary!.cost!.sessions} counted`);
+      assert.match(searched.log, /SEQUENCES: .*, 40 of its 40 session\(s\); systematic phase: all 1-step patterns/);
+      const predicted = searched.summary!.cost!.predicted!;
+      assert.equal(predicted.sessions, 40);
+      // The target's own account of the run: every session's charge and every scrape's.
+      const charged = [...server.state.charges, ...server.state.scrapes].reduce((sum, charge) => sum + charge.credits, 0);
+      assert.ok(charged > 0 && charged <= predicted.credits, `charged ${charged}, predicted ${predicted.credits}`);
+      // A budget below the rules' needs: the tests that get no session are not verifiable, and say which budget verifies them.
+      seen.sessions = 0;
+      const short = await conformance(['--rule', 'billing', '--rule', 'foreign-team', '--rule', 'sequences'], { ...env, SESSION_BUDGET: '5' });
+      assert.ok(seen.sessions <= 5, `${seen.sessions} sessions opened with SESSION_BUDGET=5`);
+      const refused = notPassing(short.summary!).filter((t) => t.outcome === 'not verifiable' && /session budget \(5: SESSION_BUDGET.*a budget of 7 or more verifies every chosen test/.test(t.note ?? ''));
+      assert.equal(refused.length, 2, JSON.stringify(notPassing(short.summary!)));
+      assert.equal(server.activeSessions().length, 0);
+    } finally {
+      await server.close();
+    }
+  });
+
   test('with its defaults, the sequences rule catches every order-only fault served as a remote target (50 a second), in a history of at most 5 steps', async () => {
     const caught = async (variant: (typeof orderFaults)[number]) => {
       const { server, env } = await external(variant.options.behaviour, { limit: 50, windowMs: 1000 });
@@ -313,7 +367,7 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     try {
       const run = await conformance(['--rule', 'sequences'], { ...env, SEQUENCE_SECONDS: '8' });
       assert.equal(run.summary!.rules.sequences.tests[0].outcome, 'pass', run.log.slice(-3000));
-      assert.match(run.log, /SEQUENCES: searched [1-9]\d* histories, \d+ steps, \d+ requests to stop and interact in [\d.]+ s \(paced by the team's rate limit\); systematic phase: /);
+      assert.match(run.log, /SEQUENCES: searched [1-9]\d* histories, \d+ steps, \d+ requests to stop and interact in [\d.]+ s \([1-9]\d* request\(s\) waited behind the team's rate limit, [1-9]\d* of them after a 429 of their own\); systematic phase: /);
       // 8 s at 2 requests a second reach few 3-step patterns: the run says so, and what would reach them all.
       assert.match(run.summary!.rules.sequences.tests[0].note ?? '', /the systematic phase did not reach every 3-step pattern: they take about 1715 requests to stop and interact, about SEQUENCE_SECONDS=\d+ with SEQUENCE_BUDGET=2859 at this target's pace/);
       const seconds = Number(/<testcase classname="sequences"[^>]*time="([\d.]+)"/.exec(readFileSync(path.join(run.reports, 'junit.xml'), 'utf8'))?.[1]);
@@ -323,6 +377,19 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     } finally {
       await server.close();
     }
+  });
+
+  test('a test that could not be verified reads so in the Allure results, with its reason, not as an error', async () => {
+    // Under STRICT, a search too short to reach every 3-step pattern proves nothing.
+    const run = await conformance(['--rule', 'sequences', '--strict'], { SEQUENCE_BUDGET: '20' });
+    const { outcome, note } = run.summary!.rules.sequences.tests[0];
+    assert.equal(outcome, 'not verifiable', run.log.slice(-3000));
+    const folder = path.join(run.reports, 'allure-results');
+    const [result] = readdirSync(folder).filter((f) => f.endsWith('-result.json')).map((f) => JSON.parse(readFileSync(path.join(folder, f), 'utf8')));
+    // Allure would head a message "Error": the reason is the description, and a label its category matches.
+    assert.deepEqual([result.status, result.statusDetails.message, result.description], ['skipped', undefined, `Not verifiable: ${note}`]);
+    assert.match(result.name, /^\[not verifiable\] /);
+    assert.ok(result.labels.some((l: { name: string; value: string }) => l.name === 'notVerifiable' && l.value === note), JSON.stringify(result.labels));
   });
 
   test('a partial run says incomplete (exit 3) and names what did not run; shard summaries merge into one verdict', async () => {
@@ -366,6 +433,10 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     const unknownDeviation = path.join(tempDir('deviations-'), 'unknown.json');
     writeFileSync(unknownDeviation, JSON.stringify({ deviations: [{ test: 'billing/credits-of-a-renamed-test', check: 'credits', reason: 'whole-credit billing' }] }));
     // Settings are checked as a whole: problems that do not hide one another share a run, and its one message lists them all.
+    // A plain HTTP port, given as https.
+    const plain = http.createServer((_request, response) => response.end());
+    await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
+    plain.unref();
     const cases: [Record<string, string>, RegExp[], string[]?][] = [
       [{ BASE_URL: 'http://127.0.0.1:9' }, [/API_KEY .*is not/]],
       [{ BASE_URL: 'not a url', API_KEY: 'same-key-1', FOREIGN_API_KEY: 'same-key-1', BURST_REQUESTS: 'many', KNOWN_DEVIATIONS: 'missing.json' }, [/not a valid URL/, /same key/, /BURST_REQUESTS must be an integer/, /does not exist/]],
@@ -374,7 +445,11 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       [{ API_KEY: 'a-key-0001', KNOWN_DEVIATIONS: unknownDeviation }, [/without BASE_URL/, /entry 1 \("billing\/credits-of-a-renamed-test"\): "test" must be the id of a test/]],
       [{ BURST_API_KEY: 'c-key-0003' }, [/without BASE_URL/]],
       [{}, [/no rule has the id nonsense/], ['--rule', 'nonsense']],
-      [{}, [/Unknown option '--bogus'/], ['--bogus']],
+      [{}, [/unknown option --bogus: see --help/], ['--bogus']],
+      // Flags and the environment in one message; the nearest flag, when one is close; a key given as a flag is never repeated.
+      [{ BASE_URL: 'http://127.0.0.1:9' }, [/unknown option --stirct; did you mean --strict\?/, /API_KEY .*is not/], ['--stirct']],
+      [{}, [/--api-key, --foreign-api-key: keys are read from the environment only \(API_KEY, FOREIGN_API_KEY, BURST_API_KEY, or \.env\), never from flags/], ['--api-key', SECRETS[0], `--foreign-api-key=${SECRETS[1]}`]],
+      [{ BASE_URL: `https://127.0.0.1:${(plain.address() as AddressInfo).port}`, API_KEY: 'a-key-0001', FOREIGN_API_KEY: 'b-key-0002' }, [/answered plain HTTP, not https \(\w+\): if that is the address meant, use http:\/\/127\.0\.0\.1:\d+ in BASE_URL/]],
     ];
     // A folder another live run writes to (this process stands for it).
     const busy = tempDir('busy-reports-');
@@ -395,24 +470,87 @@ describe('the command, end to end', { concurrency: 3 }, () => {
         for (const message of messages) assert.match(log, message);
         assert.ok((log.match(/Configuration error/g)?.length ?? 0) <= 1, `one message:\n${log}`);
         assert.doesNotMatch(log, /passed|failed|at .*\.ts:\d+/, 'no test ran and no stack trace');
+        assert.deepEqual(filesContaining(log), [], 'keys in the output');
       }));
     }
+    plain.close();
     rmSync(runFolder(busy), { recursive: true, force: true });
   });
 
-  const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+  test('a key the target does not know stops the run within seconds, before any test or session, with exit code 2 and the variable named', async () => {
+    const { server, env } = await external(undefined);
+    const unknown = 'fc-a-key-no-team-was-given-0009';
+    try {
+      for (const variable of ['API_KEY', 'FOREIGN_API_KEY']) {
+        const started = performance.now();
+        const run = await conformance([], { ...env, [variable]: unknown });
+        const seconds = (performance.now() - started) / 1000;
+        assert.equal(run.code, 2, run.log);
+        assert.ok(seconds < 15, `${variable}: exit after ${seconds.toFixed(1)} s`);
+        assert.match(run.log, new RegExp(`^  - ${variable} was refused: .* answered 401 \\("Unauthorized: Invalid token"\\)`, 'm'));
+        assert.equal((run.log.match(/was refused/g) ?? []).length, 1, `only ${variable}:\n${run.log}`);
+        assert.doesNotMatch(run.log, /passed|failed|at .*\.ts:\d+/, 'no test ran and no stack trace');
+        assert.equal(server.state.jobs.size + server.state.sessions.size + server.state.stopped.size, 0, 'nothing scraped, no session opened');
+        assert.ok(!existsSync(path.join(run.reports, 'ledger.jsonl')), 'nothing in the ledger');
+        assert.deepEqual(filesContaining(run.log, [...SECRETS, unknown]), [], 'keys in the output');
+      }
+    } finally {
+      await server.close();
+    }
+  });
 
-  test('the Allure report of a run with known deviations shows every rule, its status and the deviations in a real browser', { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}: install it with "apt-get install -y chromium" (as root) or set CHROMIUM_PATH` }, async () => {
+  test('the reference command names its keys file where the kit is installed', async () => {
+    const child = spawn(process.execPath, [BIN, 'reference', '--port', '0'], { env: isolatedEnv({}) });
+    try {
+      let output = '';
+      const line = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (chunk) => {
+          output += chunk;
+          const found = /^Reference server listening on .*$/m.exec(output);
+          if (found) resolve(found[0]);
+        });
+        child.on('exit', () => reject(new Error(`the reference ended:\n${output}`)));
+      });
+      const teams = /\(teams and keys: (.+)\)$/.exec(line)?.[1];
+      assert.equal(teams, realpathSync(path.join(ROOT, 'fixtures', 'teams.json')), line);
+    } finally {
+      child.kill();
+    }
+  });
+
+  const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+  /** What in a page's HTML would have the browser ask another host for something. */
+  const OUTSIDE_LOADS = [
+    /<\w+\b[^>]*?\s(?:src|srcset|poster)\s*=\s*["']?(?:https?:)?\/\/[^\s"'>]*/gi, // scripts, images, frames, media
+    /<link\b[^>]*?\shref\s*=\s*["']?(?:https?:)?\/\/[^\s"'>]*/gi, // stylesheets, fonts, preloads
+    /(?:url\(|@import)\s*["']?(?:https?:)?\/\/[^\s"')]*/gi, // CSS
+    /\b(?:fetch|import|sendBeacon)\(\s*["'`](?:https?:)?\/\/[^\s"'`]*/gi,
+    /googletagmanager|google-analytics|\bgtag\(/gi, // Allure's analytics, however it is loaded
+  ];
+
+  test('the Allure report of a run with known deviations shows every rule, its status and the deviations in a real browser, and asks no other host for anything', { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}: install it with "apt-get install -y chromium" (as root) or set CHROMIUM_PATH` }, async () => {
     const report = await declaredReport;
     assert.ok(report && existsSync(report), 'the production-like run above wrote its report');
+    // A report of a company's staging must not call out (src/report/allure-report.ts strips Allure's analytics).
+    const html = readFileSync(report, 'utf8');
+    assert.deepEqual(OUTSIDE_LOADS.flatMap((pattern) => html.match(pattern) ?? []).map((found) => found.slice(-200)), [], 'outside loads in the HTML');
+    assert.match(html, /<meta http-equiv="Content-Security-Policy" content="default-src 'self' data: blob: [^"]*">/, 'the page allows no other host');
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
     });
     try {
-      const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+      const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+      // Every request to another host is refused and recorded, and so is every load the page's policy refused.
+      const outside: string[] = [];
+      await context.route((url) => !['file:', 'data:', 'blob:', 'about:'].includes(url.protocol), (route) => {
+        outside.push(route.request().url());
+        return route.abort();
+      });
+      const page = await context.newPage();
       const consoleErrors: string[] = [];
       page.on('console', (message) => message.type() === 'error' && consoleErrors.push(message.text().slice(0, 200)));
+      page.on('console', (message) => /Content Security Policy/.test(message.text()) && outside.push(message.text().slice(0, 300)));
       await page.goto(`file://${report}`);
       const groups = RULE_IDS.map(reportGroupOf);
       for (const group of groups) {
@@ -428,6 +566,7 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       await page.getByText('Categories', { exact: false }).first().click();
       await page.getByText('Known deviation', { exact: false }).first().click();
       await page.getByText('[known deviation]', { exact: false }).first().waitFor({ timeout: 20_000 });
+      assert.deepEqual(outside, [], 'requests to other hosts');
     } finally {
       await browser.close();
     }

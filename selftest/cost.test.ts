@@ -22,7 +22,7 @@ test('against 10 requests a minute, the floor is the busiest team\'s requests th
   assert.ok(Math.abs(cost.floor!.perMinute - 10) < 0.3, `${cost.floor!.perMinute} a minute`);
   assert.ok(Math.abs(cost.floor!.floorMs - 360_000) < 10_000, `${cost.floor!.floorMs} ms`);
   assert.ok(Math.abs(cost.floor!.ratio - 1.25) < 0.05, `ratio ${cost.floor!.ratio}`);
-  assert.match(describeCost(cost).join('\n'), /COST: 15 session\(s\) created, 17 scrape\(s\), 30 credit\(s\) billed as the target reported them; 265 request\(s\) to stop and interact, 200 answered 429; 450\.0 s\n  floor: the owner team's 60 requests that got through, at the [\d.]+ a minute its limiter allowed, take \d+ s; the run took 1\.\d+x that/);
+  assert.match(describeCost(cost).join('\n'), /COST: 15 session\(s\) created and 17 scrape\(s\), by every team the run used; 30 credit\(s\) billed as the stops' answers reported them \(creditsBilled; [^)]*\); 265 request\(s\) to stop and interact, 200 answered 429; 450\.0 s from the workers' start to the verdict\n  floor: the owner team's 60 requests that got through, at the [\d.]+ request\(s\) a minute its limiter allowed, take \d+ s; the run took 1\.\d+x that/);
 });
 
 test('refusals over less than a minute give no floor; shards add up without one', () => {

@@ -81,9 +81,10 @@ interface ActionRun {
  * after substituting the `${{ }}` expressions it uses: inputs (with their defaults), github.* values
  * defined here, and the outputs of earlier steps. Each step gets its own GITHUB_OUTPUT and
  * GITHUB_STEP_SUMMARY files. `uses:` steps (upload-artifact) are skipped: their outputs are empty.
- * A step runs when every earlier step succeeded, or when it says `if: always()`.
+ * A step runs when every earlier step succeeded, or when it says `if: always()`. `stepEnv` is the
+ * calling step's `env:`, which every step of a composite action inherits, under its own `env:`.
  */
-async function runAction(actionPath: string, workspace: string, given: Record<string, string>): Promise<ActionRun> {
+async function runAction(actionPath: string, workspace: string, given: Record<string, string>, stepEnv: Record<string, string> = {}): Promise<ActionRun> {
   const action = parse(readFileSync(path.join(actionPath, 'action.yml'), 'utf8'));
   assert.equal(action.runs.using, 'composite');
   for (const name of Object.keys(given)) assert.ok(name in action.inputs, `action.yml has no input ${name}`);
@@ -115,6 +116,7 @@ async function runAction(actionPath: string, workspace: string, given: Record<st
     for (const file of [files.output, files.summary]) writeFileSync(file, '');
     writeFileSync(files.script, evaluate(step.run));
     const env = userEnv({
+      ...stepEnv,
       ...Object.fromEntries(Object.entries<string>(step.env ?? {}).map(([key, value]) => [key, evaluate(value)])),
       CI: 'true',
       GITHUB_ACTIONS: 'true',
@@ -281,7 +283,7 @@ describe('the kit as a package and as a GitHub Action', { concurrency: true }, (
     assert.deepEqual(rows.map((row) => row.match(/\(`([\w-]+)`\)/)![1]), RULE_IDS, 'one row per rule');
     for (const row of rows) assert.match(row, /\| ✅ pass \| (must|should|inferred)(, (must|should|inferred))* \| (?<ran>\d+)\/\k<ran> \|$/);
     assert.match(run.summary, /## Conformance: PASS \(exit code 0\)/);
-    assert.match(run.summary, /### What the run spent on the target\n\n- \d+ session\(s\) created, \d+ scrape\(s\), [\d.]+ credit\(s\) billed/);
+    assert.match(run.summary, /### What the run spent on the target\n\n- \d+ session\(s\) created and \d+ scrape\(s\), by every team the run used; [\d.]+ credit\(s\) billed/);
     assert.match(run.summary, /embedded reference/);
     assert.match(run.summary, /\(https:\/\/github\.example\/someone\/implementation\/actions\/runs\/4242\)/, 'a link to the run and its artifact');
   });
@@ -300,7 +302,32 @@ describe('the kit as a package and as a GitHub Action', { concurrency: true }, (
     assert.deepEqual(filesContaining(run.summary), [], 'keys in the job summary');
     assert.deepEqual(filesContaining(workspace), [], 'keys in the reports');
     const action = readFileSync(path.join(ROOT, 'action.yml'), 'utf8');
-    assert.doesNotMatch(action.replace(/^\s+(API_KEY|FOREIGN_API_KEY|BURST_API_KEY): \$\{\{ inputs\.(api-key|foreign-api-key|burst-api-key) \}\}$/gm, ''), /inputs\.(api-key|foreign-api-key|burst-api-key)/, 'keys reach the suite through env only');
+    assert.doesNotMatch(action.replace(/^\s+IN_(API_KEY|FOREIGN_API_KEY|BURST_API_KEY): \$\{\{ inputs\.(api-key|foreign-api-key|burst-api-key) \}\}$/gm, ''), /inputs\.(api-key|foreign-api-key|burst-api-key)/, 'keys reach the suite through env only');
+  });
+
+  test("the action's inputs reach the run as their variables and flags; an empty one leaves the variable to the step's env:, which passes every other setting through", async () => {
+    const workspace = tempDir('conformance-workspace-');
+    // Values the settings refuse, so that the run names each as it received it and stops before any test.
+    const given = { 'session-cap': '0', 'account-check': 'maybe', strict: 'perhaps', 'session-budget': 'some', 'credit-budget': 'lots', rules: 'no-such-rule,', 'skip-rules': 'no-rule-to-skip' };
+    const run = await runAction(ROOT, workspace, given, { SESSION_CAP: '7', RATE_LIMIT: 'plenty', SEQUENCE_BUDGET: 'x' });
+    const log = stepNamed(run, /run the conformance suite/i).log;
+    assert.equal(run.outputs['exit-code'], '2', logOf(run));
+    assert.equal(log.match(/Configuration error/g)?.length, 1, log);
+    assert.match(log, /SESSION_CAP must be an integer of at least 1 \(got "0"\)/, 'an input that is set wins over the env');
+    assert.match(log, /RATE_LIMIT must be .* \(got "plenty"\)/, "an empty input leaves the step's env");
+    assert.match(log, /SEQUENCE_BUDGET must be an integer of at least 10 \(got "x"\)/, 'a setting without an input comes from the env');
+    assert.match(log, /ACCOUNT_CHECK must be 1 or 0 \(got "maybe"\)/);
+    assert.match(log, /STRICT must be 1 or 0 \(got "perhaps"\)/);
+    assert.match(log, /SESSION_BUDGET [^\n]*"some"/);
+    assert.match(log, /CREDIT_BUDGET [^\n]*"lots"/);
+    assert.match(log, /no rule has the id no-such-rule, no-rule-to-skip/);
+
+    // rules and grep select the tests: unknown-job's @must tests alone, an incomplete run.
+    const selected = await runAction(ROOT, tempDir('conformance-workspace-'), { rules: 'unknown-job', grep: '@must' });
+    assert.equal(selected.outputs['exit-code'], '3', logOf(selected));
+    const summary = readJson<Summary>(path.join(selected.outputs['reports-dir'], 'conformance-summary.json'));
+    const ran = Object.values(summary.rules).flatMap((rule) => rule.tests.filter((t) => t.outcome !== 'not run').map((t) => t.id));
+    assert.deepEqual(ran.sort(), ['unknown-job/job-without-session', 'unknown-job/random-uuid']);
   });
 
   test('the job summary lists failures, known deviations with their reasons, errors of the run and tests not run; a worse exit code of the run wins', () => {
@@ -349,5 +376,10 @@ describe('the kit as a package and as a GitHub Action', { concurrency: true }, (
     assert.ok(needs(publish).includes(reportName));
     assert.deepEqual([publish.permissions?.pages, publish.permissions?.['id-token']], ['write', 'write']);
     assert.equal(publish.environment?.name, 'github-pages');
+    // After a red run, whatever its outcome, every job that ran the suite keeps what a person needs, and none runs unbounded.
+    const kept = (job: any) => job.steps.filter((step: any) => /actions\/upload-artifact@/.test(step.uses ?? '') && step.if === 'always()').map((step: any) => step.with.path).join('\n');
+    for (const job of [shard, burst]) for (const file of ['conformance-summary.json', 'junit.xml', 'allure-results', 'reproductions', 'ledger.jsonl']) assert.match(kept(job), new RegExp(`reports/${file}`), file);
+    for (const file of ['conformance-summary.json', 'allure-report', 'allure-history.jsonl', 'reproductions']) assert.match(kept(report), new RegExp(`reports/${file}`), file);
+    for (const [name, job] of jobs) assert.ok(job['timeout-minutes'] > 0, `${name} has a time limit`);
   });
 });

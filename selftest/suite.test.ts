@@ -90,6 +90,7 @@ test('checks run quickly agree with Playwright\'s expect: what passes, what fail
     ['>=', () => expect(3).toBeGreaterThanOrEqual(3)], ['>=, below', () => expect(2.9).toBeGreaterThanOrEqual(3)], ['>=, a string', () => expect('5' as any).toBeGreaterThanOrEqual(3)],
     ['<=', () => expect(3).toBeLessThanOrEqual(3)], ['<=, above', () => expect(3.1).toBeLessThanOrEqual(3)], ['<=, null', () => expect(null as any).toBeLessThanOrEqual(3)],
     ['<', () => expect(499).toBeLessThan(500)], ['<, equal', () => expect(500).toBeLessThan(500)], ['<, NaN', () => expect(NaN).toBeLessThan(500)],
+    ['toBeOneOf', () => expect(404).toBeOneOf([200, 404])], ['toBeOneOf, another value', () => expect(502).toBeOneOf([200, 404])], ['toBeOneOf, NaN', () => expect(NaN).toBeOneOf([NaN])], ['toBeOneOf, a string', () => expect('404').toBeOneOf([200, 404])],
     ['toContain', () => expect([200, 404]).toContain(404)], ['toContain, missing', () => expect([200, 404]).toContain(500)], ['toContain, NaN', () => expect([NaN]).toContain(NaN)],
     ['toContain, a string', () => expect('a 404 answer').toContain('404')], ['toContain, "4" in a number', () => expect(404 as any).toContain(4)],
     ['toEqual []', () => expect([]).toEqual([])], ['toEqual [], not empty', () => expect(['creditsBilled']).toEqual([])], ['toEqual [], an object', () => expect({} as any).toEqual([])], ['toEqual, expecting more', () => expect([]).toEqual(['creditsBilled'])],
@@ -104,4 +105,6 @@ test('checks run quickly agree with Playwright\'s expect: what passes, what fail
   for (const [name, check] of cases) assert.equal(outcome(() => checkQuickly(check)), outcome(check), name);
   assert.equal(outcome(() => expect(1).toBe(1)), 'pass', 'after them, expect is Playwright\'s again');
   assert.match(outcome(() => checkQuickly(() => expect(404, 'status').toBe(200))), /status[\s\S]*Expected: 200[\s\S]*Received: 404/);
+  // The value judged is the one received, the allowed set the one expected.
+  assert.match(outcome(() => checkQuickly(() => expect(502, 'status').toBeOneOf([200, 404]))), /status[\s\S]*Expected: one of \[200, 404\]\nReceived: 502/);
 });

@@ -27,6 +27,29 @@ test('errors of the run: RunError, a test or its teardown past its timeout, a cr
   assert.equal(outcomeOf({ status: 'skipped', errors: [], annotations: [{ type: 'not-verifiable', description: 'no charge' }] }).outcome, 'not verifiable');
 });
 
+test('a failure is shown whole in the summary, its printed form, JUnit and the job summary; what the sequences rule searched is printed whatever its outcome', async () => {
+  const { emptyRecords, renderSummary, summarise } = await import('../src/report/verdict');
+  const { junitXml } = await import('../src/playwright/summary-reporter');
+  const { githubSummary } = await import('../src/report/github-summary');
+  const message = '\u001b[31mError: each answer is 200 or 404:\u001b[39m\nDELETE /v2/scrape/a/interact answered 200: {}\n\nDELETE /v2/scrape/a/interact answered 502: {}  ';
+  const searched = { type: 'note', description: 'searched 4 histories, 12 steps' };
+  const failed = outcomeOf({ status: 'failed', errors: [message], annotations: [searched, searched] });
+  const whole = 'Error: each answer is 200 or 404:\nDELETE /v2/scrape/a/interact answered 200: {}\nDELETE /v2/scrape/a/interact answered 502: {}';
+  assert.deepEqual(failed, { outcome: 'fail', note: whole, notes: 'searched 4 histories, 12 steps' });
+  const records = emptyRecords();
+  records.set('stop-is-final/simultaneous-stops', { ...records.get('stop-is-final/simultaneous-stops')!, ...failed });
+  records.set('sequences/random-histories', { ...records.get('sequences/random-histories')!, ...failed });
+  const summary = summarise(records, { target: 'https://api.example', embedded: false, strict: false, durationMs: 1, errors: ['RunError: Could not stop 1 session(s):\n  job-a'] });
+  const printed = renderSummary(summary);
+  assert.match(printed, /simultaneous-stops\n {10}Error: each answer is 200 or 404:\n {10}DELETE \S+ answered 200: \{\}\n {10}DELETE \S+ answered 502: \{\}\n/);
+  assert.match(printed, /\n {2}SEQUENCES: searched 4 histories, 12 steps\n/);
+  assert.match(printed, /Could not stop 1 session\(s\):\n {8}job-a\n/);
+  assert.match(junitXml(summary, new Map()), /<failure message="Error: each answer is 200 or 404:" type="conformance failure">Error: each answer is 200 or 404:\nDELETE \S+ answered 200: \{\}\nDELETE \S+ answered 502: \{\}<\/failure>/);
+  const { markdown } = githubSummary(summary);
+  assert.match(markdown, /- `stop-is-final\/simultaneous-stops` \[@inferred\]: Error: each answer is 200 or 404:\n {2}```text\n {2}DELETE \S+ answered 200: \{\}\n {2}DELETE \S+ answered 502: \{\}\n {2}```\n/);
+  assert.match(markdown, /- RunError: Could not stop 1 session\(s\):\n {2}```text\n {4}job-a\n {2}```/);
+});
+
 test('refusal holds grow with DURATION_TOLERANCE_MS and with how long the target takes to answer, so a clock restarted at a refusal shows', () => {
   assert.deepEqual([0, 20, 50, 120].map((durationToleranceMs) => refusalHoldMs({ durationToleranceMs })), [100, 100, 250, 600]);
   // A target (or a runner) that answers slowly: the hold outgrows how long an answer takes.
@@ -91,7 +114,7 @@ test('the account judges money: exact is a pass, a settlement reported twice and
   };
   const judge = (remaining: number, still = true, spent = spending) => judgeAccount(100, { remaining, still }, spent, 60000);
   assert.equal(judge(92).outcome, 'pass');
-  assert.match(judge(90).message, /charged 10 credit\(s\) .* account for 8: 2 settlement\(s\) of 2 session\(s\), 5 credit\(s\), and 3 scrape\(s\), 3: 2 more, exactly what this session settled again: .* for job-a \(2 credit\(s\); 2 stop\(s\) answered 200 about it\)/);
+  assert.match(judge(90).message, /charged 10 credit\(s\) .* account for 8 credit\(s\): 5 credit\(s\) in 2 settlement\(s\) of its 2 settled session\(s\), each counted once, and 3 credit\(s\) for its 3 scrape\(s\): 2 credit\(s\) more, exactly what this session settled again: .* for job-a \(2 credit\(s\); 2 stop\(s\) answered 200 about it\)/);
   assert.equal(judge(90).outcome, 'fail');
   assert.equal(judge(87).outcome, 'not verifiable', 'job-b was reported once: a charge of its amount may be anyone\'s');
   assert.equal(judge(91).outcome, 'not verifiable', 'one credit more: no settlement reported twice');
@@ -100,7 +123,7 @@ test('the account judges money: exact is a pass, a settlement reported twice and
   assert.equal(judge(90, true, { ...spending, scrapes: { count: 3, credits: 1, unpriced: 2 } }).outcome, 'not verifiable', 'scrapes of unknown price');
   // One session's settlement reported by five answers, each charged: four more charges of it, and no more.
   const reportedOften = { ...spending, settlements: [{ ...spending.settlements[0], reports: 5 }, spending.settlements[1]] };
-  assert.match(judge(84, true, reportedOften).message, /8 more, exactly what this session settled again: .* for job-a \(2 credit\(s\) 4 times; 5 stop\(s\) answered 200 about it\)/);
+  assert.match(judge(84, true, reportedOften).message, /8 credit\(s\) more, exactly what this session settled again: .* for job-a \(2 credit\(s\) 4 times; 5 stop\(s\) answered 200 about it\)/);
   assert.equal(judge(82, true, reportedOften).outcome, 'not verifiable', 'more than each report charged again explains');
   // The tolerance follows the precision of what was reported: never a small session charged twice.
   const small = { settlements: Array.from({ length: 200 }, (_, i) => ({ jobId: `j${i}`, settled: [{ credits: 0.041667 }], reports: i === 0 ? 2 : 1 })), scrapes: { count: 200, credits: 200, unpriced: 0 } };

@@ -6,7 +6,19 @@ import { expect as baseExpect } from '@playwright/test';
 import { redact } from '../http/redact';
 import { schemaErrors, type SchemaName } from './schemas';
 
+/** A set of allowed values as a reader writes it: [200, 404]. */
+export const oneOf = (values: readonly unknown[]) => `[${values.map((value) => JSON.stringify(value)).join(', ')}]`;
+
 const playwrightExpect = baseExpect.extend({
+  // The value judged is the one received, the allowed set the one expected (toContain reads the other way round).
+  toBeOneOf(received: unknown, expected: readonly unknown[]) {
+    const pass = expected.some((value) => Object.is(value, received));
+    return {
+      pass,
+      name: 'toBeOneOf',
+      message: () => `expect(received).${pass ? 'not.' : ''}toBeOneOf(expected)\n\nExpected: ${pass ? 'not ' : ''}one of ${oneOf(expected)}\nReceived: ${redact(JSON.stringify(received) ?? String(received))}`,
+    };
+  },
   toMatchSchema(received: any, name: SchemaName) {
     const errors = schemaErrors(received, name);
     const pass = errors.length === 0;
@@ -39,6 +51,7 @@ function plainMatchers(actual: any) {
     toBeGreaterThanOrEqual: (expected: number) => void ((isNumber(actual) && isNumber(expected) && actual >= expected) || notQuick()),
     toBeLessThanOrEqual: (expected: number) => void ((isNumber(actual) && isNumber(expected) && actual <= expected) || notQuick()),
     toBeLessThan: (expected: number) => void ((isNumber(actual) && isNumber(expected) && actual < expected) || notQuick()),
+    toBeOneOf: (expected: readonly unknown[]) => void (expected.some((value) => Object.is(value, actual)) || notQuick()),
     toContain: (expected: unknown) =>
       void ((Array.isArray(actual) ? actual.indexOf(expected) !== -1 : typeof actual === 'string' && typeof expected === 'string' && actual.includes(expected)) || notQuick()),
     toEqual: (expected: unknown) => void ((Array.isArray(expected) && expected.length === 0 && Array.isArray(actual) && actual.length === 0) || notQuick()),

@@ -195,7 +195,7 @@ function judgeCharges(opening: number, closing: { remaining: number; still: bool
   const difference = round(charged - expected);
   const tolerance = accountTolerance(spending);
   const figures =
-    `the owner team's account was charged ${charged} credit(s) (${opening} credit(s) left before the run's first scrape, ${closing.remaining} after its last settlement); ` +
+    `the owner team's account was charged ${charged} credit(s) (${opening} credit(s) left before the run's first scrape, ${closing.remaining} credit(s) after its last settlement); ` +
     `its answers account for ${expected} credit(s): ${fromSessions} credit(s) in ${settled.length} settlement(s) of its ${spending.settlements.length} settled session(s), each counted once, and ${fromScrapes} credit(s) for its ${spending.scrapes.count} scrape(s)`;
   if (Math.abs(difference) <= tolerance) return { outcome: 'pass', message: figures };
   if (difference < 0) {

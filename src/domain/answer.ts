@@ -19,6 +19,8 @@ export interface Answer {
   sentAt: number;
   receivedAt: number;
   attempts: number;
+  /** How long it waited behind the team's rate limit before it was sent: its place under the rate, its turn behind another request's 429. */
+  waitedForLimitMs?: number;
   /** Every 429 it met, this one's included, was a cap's on the team's live sessions, none a rate limit's. */
   onlyCapped?: true;
   /** Sent on a kept-alive connection that had already carried a request (`connection` in SendOptions). */

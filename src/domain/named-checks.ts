@@ -30,7 +30,7 @@ const JUDGES = {
   status(answer: Answer, expected: number | readonly number[], why?: string): Verdict {
     const message = why ? `${why}: ${summary(answer)}` : summary(answer);
     if (typeof expected === 'number') expect(answer.status, message).toBe(expected);
-    else expect(expected, message).toContain(answer.status);
+    else expect(answer.status, message).toBeOneOf(expected);
   },
   /** A 4xx, never a 5xx. */
   clientError(answer: Answer): Verdict {
@@ -100,7 +100,7 @@ const JUDGES = {
   },
   /** A request taken as the owner's stopped the session: the owner's stop finds it settled, and settles nothing. */
   settledBy(stop: Answer, first: Answer): Verdict {
-    expect([200, 404], `the session was stopped by the request taken as the owner's: ${summary(stop)}`).toContain(stop.status);
+    expect(stop.status, `the session was stopped by the request taken as the owner's: ${summary(stop)}`).toBeOneOf([200, 404]);
     expect(isNewCharge(stop, first), `a stopped session is never settled again: ${summary(stop)}`).toBe(false);
   },
   /** A later stop repeats the first stop's settlement, or settles nothing. */
@@ -121,7 +121,7 @@ const JUDGES = {
   },
   /** After refusals, a stopped session is still stopped and settled once. */
   stillStopped(again: Answer, stop: Answer): Verdict {
-    expect([200, 404], `the refusals must not have brought the session back: ${summary(again)}`).toContain(again.status);
+    expect(again.status, `the refusals must not have brought the session back: ${summary(again)}`).toBeOneOf([200, 404]);
     expect(isNewCharge(again, stop), `a stopped session is never settled again: ${summary(again)}`).toBe(false);
   },
   /** An interact on a stopped session opens a new one (200) or is refused (4xx). */
@@ -131,7 +131,7 @@ const JUDGES = {
   /** The stop after that interact: it ends the new session, or finds nothing to settle. */
   nothingUnannounced(again: Answer, last: Answer, stop: Answer): Verdict {
     if (again.status === 200) return expect(last.status, `the interact answered 200, so a new session runs and this stop ends it: ${summary(last)}`).toBe(200);
-    expect([200, 404], `the refused interact must have opened nothing: ${summary(last)}`).toContain(last.status);
+    expect(last.status, `the refused interact must have opened nothing: ${summary(last)}`).toBeOneOf([200, 404]);
     expect(isNewCharge(last, stop), `the refused interact (${again.status}) opened a session nobody asked for, and this stop settled it: ${summary(last)}`).toBe(false);
   },
   ...RUN_JUDGES,

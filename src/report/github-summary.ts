@@ -18,6 +18,15 @@ const LEVELS = ['must', 'should', 'inferred'];
 const ICONS: Record<Outcome, string> = { pass: '✅', fail: '❌', error: '⚠️', 'known deviation': '🟡', 'not verifiable': '❔', 'not run': '⏭️' };
 const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ');
 
+/** A list item: the first line of its message, the rest below it as a block (a multi-line failure, whole), then `after`. */
+function item(message: string, after = ''): string {
+  const [first, ...rest] = message.split('\n');
+  if (!rest.length) return `- ${first}${after ? ` (${after})` : ''}`;
+  // A fence longer than any run of backticks in the message, so that none of it ends the block.
+  const fence = '`'.repeat(Math.max(3, ...(rest.join('\n').match(/`+/g) ?? []).map((run) => run.length + 1)));
+  return [`- ${first}`, `  ${fence}text`, ...rest.map((line) => `  ${line}`), `  ${fence}`, ...(after ? [`  ${after}`] : [])].join('\n');
+}
+
 export function githubSummary(summary: Summary | undefined, runExitCode?: number, reportUrl?: string) {
   const exitCode = runExitCode ?? summary?.exitCode ?? 2;
   const verdict = summary && summary.exitCode === exitCode ? summary.verdict : (VERDICTS[exitCode] ?? 'error');
@@ -35,16 +44,16 @@ export function githubSummary(summary: Summary | undefined, runExitCode?: number
       const levels = LEVELS.filter((level) => rule.tests.some((test) => test.level === level)).join(', ');
       lines.push(`| ${cell(rule.title)} (\`${id}\`) | ${ICONS[rule.status]} ${rule.status} | ${levels} | ${ran}/${rule.tests.length} |`);
     }
-    const section = (title: string, items: string[]) => items.length && lines.push('', `### ${title}`, '', ...items.map((item) => `- ${cell(item)}`));
-    const reproduced = (test: TestRecord) => (test.reproduction ? ` (reproduction: \`${test.reproduction}\`${test.curl ? `; \`${test.curl}\`` : ''})` : '');
-    const listed = (outcome: Outcome) => tests.filter((test) => test.outcome === outcome).map((test: TestRecord) => `\`${test.id}\` [@${test.level}]${test.note ? `: ${test.note}` : ''}${reproduced(test)}`);
+    const section = (title: string, items: string[]) => items.length && lines.push('', `### ${title}`, '', ...items);
+    const reproduced = (test: TestRecord) => (test.reproduction ? `reproduction: \`${test.reproduction}\`${test.curl ? `; \`${test.curl}\`` : ''}` : '');
+    const listed = (outcome: Outcome) => tests.filter((test) => test.outcome === outcome).map((test: TestRecord) => item(`\`${test.id}\` [@${test.level}]${test.note ? `: ${test.note}` : ''}`, reproduced(test)));
     section('Failures', listed('fail'));
     section('Known deviations', listed('known deviation'));
     section('Not verifiable', listed('not verifiable'));
-    section('Errors of the run', [...summary.errors, ...listed('error')]);
-    section('Not run', summary.notRun.length ? [`${summary.notRun.length} of ${tests.length} tests: ${summary.notRun.map((id) => `\`${id}\``).join(', ')}`] : []);
-    if (summary.sessionCap) section('Session cap', [`${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how})`]);
-    if (summary.cost) section('What the run spent on the target', describeCost(summary.cost).map((line) => line.trim().replace(/^COST: /, '')));
+    section('Errors of the run', [...summary.errors.map((error) => item(error)), ...listed('error')]);
+    section('Not run', summary.notRun.length ? [item(`${summary.notRun.length} of ${tests.length} tests: ${summary.notRun.map((id) => `\`${id}\``).join(', ')}`)] : []);
+    if (summary.sessionCap) section('Session cap', [item(`${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how})`)]);
+    if (summary.cost) section('What the run spent on the target', describeCost(summary.cost).map((line) => item(line.trim().replace(/^COST: /, ''))));
   }
   if (reportUrl) lines.push('', `Reports (Allure report, JUnit, summary): [${reportUrl}](${reportUrl})`);
   return { verdict, exitCode, markdown: `${lines.join('\n')}\n` };

@@ -10,7 +10,7 @@
  *
  * Summaries of shards merge into one verdict (`mergeSummaries`, `npm run verdict`).
  */
-import { firstLine, isKnownDeviation, isRunError } from '../config/errors';
+import { isKnownDeviation, isRunError, plain } from '../config/errors';
 import { describeCost, mergeCosts, type Cost } from '../coordination/cost';
 import { RULE_IDS, RULES, TEST_IDS, entryOf, ruleOf, type Level, type RuleId, type TestId } from '../config/rules';
 
@@ -23,6 +23,8 @@ export interface TestRecord {
   level: Level;
   outcome: Outcome;
   note?: string;
+  /** What a test that did not pass noted of its run all the same (the sequences rule: what it searched). */
+  notes?: string;
   /** A failed test's reproduction, relative to the reports folder, and a curl line where one request shows the fault. */
   reproduction?: string;
   curl?: string;
@@ -45,8 +47,11 @@ export interface Summary {
   /** Set when the run was filtered (--grep, --grep-invert, files named on the command line). */
   filtered?: boolean;
   durationMs: number;
-  /** When the tests began (ms since the epoch); durationMs runs from there to the verdict. */
+  /** When the tests began (ms since the epoch): the global setup done, the workers not yet started; durationMs runs from there to the verdict. */
   startedAt?: number;
+  /** When the first test started, and from then to the last test's end: what the Allure report shows as the run's duration. */
+  firstTestStartedAt?: number;
+  testsMs?: number;
   /** Errors of the run outside any test (global setup or teardown, a leak). */
   errors: string[];
   /** The target's cap on each team's live sessions, as the run met it or was told (SESSION_CAP). */
@@ -70,25 +75,35 @@ export interface ResultFacts {
   annotations: { type: string; description?: string }[];
 }
 
-/** The outcome of one test result, and the line that explains it. */
-export function outcomeOf({ status, errors, annotations }: ResultFacts): { outcome: Outcome; note?: string } {
+/** A failure's message as every report shows it: all its lines, without terminal colours or blank lines. */
+export function wholeMessage(message: string | undefined): string | undefined {
+  const lines = message === undefined ? [] : plain(message).split('\n').map((line) => line.trimEnd()).filter((line) => line.trim());
+  return lines.length ? lines.join('\n') : undefined;
+}
+
+/** A message's lines, each after `prefix`: a failure shown under the line it belongs to. */
+export const indented = (message: string, prefix: string) => message.split('\n').map((line) => `${prefix}${line}`).join('\n');
+
+/** The outcome of one test result, and the message that explains it. */
+export function outcomeOf({ status, errors, annotations }: ResultFacts): { outcome: Outcome; note?: string; notes?: string } {
   const note = (type: string) => annotations.find((annotation) => annotation.type === type)?.description;
+  // A note added while the test ran is both the test's and its result's annotation: once each.
+  const notes = [...new Set(annotations.filter((annotation) => annotation.type === 'note').map((annotation) => annotation.description))].join('; ') || undefined;
+  const kept = notes ? { notes } : {};
   if (status === 'skipped') {
     const reason = note('not-verifiable');
-    return reason ? { outcome: 'not verifiable', note: reason } : { outcome: 'not run', note: note('skip') };
+    return reason ? { outcome: 'not verifiable', note: reason, ...kept } : { outcome: 'not run', note: note('skip') };
   }
-  if (status === 'interrupted') return { outcome: 'error', note: 'the run was interrupted before this test finished' };
+  if (status === 'interrupted') return { outcome: 'error', note: 'the run was interrupted before this test finished', ...kept };
   // A deviation counts only where its check recorded it: an answer's text can never make one.
   const declared = annotations.some((annotation) => annotation.type === 'known-deviation');
   const deviations = declared ? errors.filter(isKnownDeviation) : [];
   const others = errors.filter((message) => !deviations.includes(message));
   const failures = others.filter((message) => !isRunError(message));
-  if (failures.length) return { outcome: 'fail', note: firstLine(failures[0]) };
-  if (others.length) return { outcome: 'error', note: firstLine(others[0]) };
-  if (deviations.length) return { outcome: 'known deviation', note: note('known-deviation') };
-  // A note added while the test ran is both the test's and its result's annotation: once each.
-  const notes = [...new Set(annotations.filter((annotation) => annotation.type === 'note').map((annotation) => annotation.description))].join('; ');
-  return { outcome: status === 'passed' ? 'pass' : 'fail', note: status === 'passed' ? notes || undefined : `ended ${status}` };
+  if (failures.length) return { outcome: 'fail', note: wholeMessage(failures[0]), ...kept };
+  if (others.length) return { outcome: 'error', note: wholeMessage(others[0]), ...kept };
+  if (deviations.length) return { outcome: 'known deviation', note: note('known-deviation'), ...kept };
+  return status === 'passed' ? { outcome: 'pass', note: notes } : { outcome: 'fail', note: `ended ${status}`, ...kept };
 }
 
 export function emptyRecords(): Map<TestId, TestRecord> {
@@ -138,10 +153,19 @@ export function mergeSummaries(summaries: Summary[]): Summary {
     embedded: summaries.every((summary) => summary.embedded),
     strict: summaries.some((summary) => summary.strict),
     durationMs: Math.max(...summaries.map((summary) => summary.durationMs)),
+    ...testsSpan(summaries),
     errors,
     sessionCap: summaries.map((summary) => summary.sessionCap).filter((cap) => cap !== undefined).sort((a, b) => a!.cap - b!.cap)[0],
     cost: mergeCosts(summaries.map((summary) => summary.cost).filter((cost) => cost !== undefined)),
   });
+}
+
+/** From the first test's start in any summary to the last test's end in any: what one Allure report of them all shows. */
+function testsSpan(summaries: Summary[]): Pick<Summary, 'firstTestStartedAt' | 'testsMs'> {
+  const timed = summaries.filter((summary) => summary.firstTestStartedAt !== undefined && summary.testsMs !== undefined);
+  if (!timed.length) return {};
+  const first = Math.min(...timed.map((summary) => summary.firstTestStartedAt!));
+  return { firstTestStartedAt: first, testsMs: Math.max(...timed.map((summary) => summary.firstTestStartedAt! + summary.testsMs!)) - first };
 }
 
 export function renderSummary(summary: Summary): string {
@@ -151,7 +175,7 @@ export function renderSummary(summary: Summary): string {
     const status = rule.status === 'not run' || ran === rule.tests.length ? rule.status : `${rule.status} (${ran}/${rule.tests.length} run)`;
     lines.push(`  ${status.toUpperCase().padEnd(20)} ${rule.title}`);
     for (const test of rule.tests.filter((t) => t.outcome !== 'pass' && t.outcome !== 'not run')) {
-      lines.push(`      ${test.outcome.padEnd(15)} [@${test.level}] ${test.id}${test.note ? `\n          ${test.note}` : ''}`);
+      lines.push(`      ${test.outcome.padEnd(15)} [@${test.level}] ${test.id}${test.note ? `\n${indented(test.note, '          ')}` : ''}`);
       if (test.reproduction) lines.push(`          reproduction: ${test.reproduction}${test.curl ? `; one request shows it: ${test.curl}` : ''}`);
     }
   }
@@ -160,13 +184,14 @@ export function renderSummary(summary: Summary): string {
     lines.push(`  NOT VERIFIABLE: ${count('not verifiable')} test(s) could not establish their fact${summary.strict ? ' (STRICT: they fail the gate)' : '; STRICT=1 makes them fail the gate'}`);
   }
   if (count('error') || summary.errors.length) lines.push(`  ERRORS OF THE RUN: ${count('error')} test(s)${summary.errors.length ? `, and outside tests:` : ''}`);
-  for (const error of summary.errors) lines.push(`      ${error}`);
+  for (const error of summary.errors) lines.push(indented(error, '      '));
   if (summary.notRun.length && summary.notRun.length < TEST_IDS.length) {
     const rules = [...new Set(summary.notRun.map(ruleOf))];
     lines.push(`  NOT RUN: ${summary.notRun.length} of ${TEST_IDS.length} tests, in rules ${rules.join(', ')}${summary.shard ? ` (merge the shards: npm run verdict -- <summaries>)` : ''}`);
   }
-  const sequences = summary.rules.sequences?.tests.find((test) => test.note?.startsWith('searched '));
-  if (sequences) lines.push(`  SEQUENCES: ${sequences.note}`);
+  // What the search did, whatever its outcome: a failed search's note is its failure, and what it searched is among its notes.
+  const searched = summary.rules.sequences?.tests.flatMap((test) => [test.note, test.notes]).find((text) => text?.startsWith('searched '));
+  if (searched) lines.push(`  SEQUENCES: ${searched}`);
   // A run that did not hold a session past a minute says so.
   const minute = summary.rules.billing?.tests.find((test) => test.id === 'billing/past-a-minute');
   if (minute?.outcome === 'pass' && minute.note) lines.push(`  BILLING: ${minute.note}`);

@@ -8,6 +8,7 @@ import { schemaErrors } from './schemas';
 
 const shown = (value: unknown) => (typeof value === 'string' ? JSON.stringify(value) : value instanceof RegExp ? String(value) : JSON.stringify(value) ?? String(value));
 const isNumber = (value: unknown): value is number => typeof value === 'number';
+const oneOf = (values: unknown[]) => `[${values.map((value) => JSON.stringify(value)).join(', ')}]`;
 
 function equal(a: unknown, b: unknown): boolean {
   if (Object.is(a, b)) return true;
@@ -19,7 +20,7 @@ function equal(a: unknown, b: unknown): boolean {
 function matchers(actual: any, message: string | undefined, negated: boolean) {
   const judge = (pass: boolean, name: string, expected: unknown, detail?: string) => {
     if (pass !== negated) return;
-    const text = `${message ? `${message}\n\n` : ''}expect(received).${negated ? 'not.' : ''}${name}(expected)\n\nExpected: ${negated ? 'not ' : ''}${shown(expected)}\nReceived: ${redact(shown(actual)).slice(0, 1000)}${detail ? `\n${detail}` : ''}`;
+    const text = `${message ? `${message}\n\n` : ''}expect(received).${negated ? 'not.' : ''}${name}(expected)\n\nExpected: ${negated ? 'not ' : ''}${name === 'toBeOneOf' ? `one of ${oneOf(expected as unknown[])}` : shown(expected)}\nReceived: ${redact(shown(actual)).slice(0, 1000)}${detail ? `\n${detail}` : ''}`;
     throw Object.assign(new Error(text), { matcherResult: { expected, actual } });
   };
   return {
@@ -30,6 +31,7 @@ function matchers(actual: any, message: string | undefined, negated: boolean) {
     toBeLessThanOrEqual: (expected: number) => judge(isNumber(actual) && actual <= expected, 'toBeLessThanOrEqual', expected),
     toBeLessThan: (expected: number) => judge(isNumber(actual) && actual < expected, 'toBeLessThan', expected),
     toBeGreaterThan: (expected: number) => judge(isNumber(actual) && actual > expected, 'toBeGreaterThan', expected),
+    toBeOneOf: (expected: readonly unknown[]) => judge(expected.some((item) => Object.is(item, actual)), 'toBeOneOf', expected),
     toContain: (expected: unknown) => judge(Array.isArray(actual) ? actual.some((item) => Object.is(item, expected)) : typeof actual === 'string' && typeof expected === 'string' && actual.includes(expected), 'toContain', expected),
     toMatch: (expected: RegExp | string) => judge(typeof actual === 'string' && (typeof expected === 'string' ? actual.includes(expected) : expected.test(actual)), 'toMatch', expected),
     toMatchSchema: (name: string) => {

@@ -90,10 +90,11 @@ export class History {
 const brief = (answer: Answer) => `${answer.status} ${answer.text.replace(/\s+/g, ' ').slice(0, 140)}`;
 const describeSession = (session: SessionModel) => `${session.live ? 'live' : 'stopped'} session ${session.label}`;
 
-/** The first line of an assertion's message, with its Expected and Received lines. */
+/** The first line of an assertion's message, then what it expected and received: "...; expected one of [200, 404], received 502". */
 export function disagreement(error: unknown): string {
   const lines = plain(String((error as Error).message)).split('\n').map((line) => line.trim()).filter(Boolean);
-  return [lines[0]?.replace(/^Error: /, ''), ...lines.filter((line) => /^(Expected|Received)/.test(line))].join('; ');
+  const judged = lines.filter((line) => /^(Expected|Received)\b/.test(line)).map((line) => line.replace(/^(Expected|Received)( \w+)?: /, (_, word: string, kind = '') => `${word.toLowerCase()}${kind} `));
+  return [lines[0]?.replace(/^Error: /, ''), ...(judged.length ? [judged.join(', ')] : [])].join('; ');
 }
 
 /**
