@@ -367,9 +367,9 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     try {
       const run = await conformance(['--rule', 'sequences'], { ...env, SEQUENCE_SECONDS: '8' });
       assert.equal(run.summary!.rules.sequences.tests[0].outcome, 'pass', run.log.slice(-3000));
-      assert.match(run.log, /SEQUENCES: searched [1-9]\d* histories, \d+ steps, \d+ requests to stop and interact in [\d.]+ s \([1-9]\d* request\(s\) waited behind the team's rate limit, [1-9]\d* of them after a 429 of their own\); systematic phase: /);
+      assert.match(run.log, /SEQUENCES: searched [1-9]\d* histories, \d+ steps, \d+ requests to stop and interact in [\d.]+ s \([1-9]\d* request\(s\) waited behind the team's rate limit, [1-9]\d* of them after a 429 of their own\), \d+ of its \d+ session\(s\); systematic phase: /);
       // 8 s at 2 requests a second reach few 3-step patterns: the run says so, and what would reach them all.
-      assert.match(run.summary!.rules.sequences.tests[0].note ?? '', /the systematic phase did not reach every 3-step pattern: they take about 1715 requests to stop and interact, about SEQUENCE_SECONDS=\d+ with SEQUENCE_BUDGET=2859 at this target's pace/);
+      assert.match(run.summary!.rules.sequences.tests[0].note ?? '', /the systematic phase did not reach every 3-step pattern: they take 343 sessions and about 1715 requests to stop and interact, SESSION_BUDGET=\d+, SEQUENCE_SECONDS=\d+ and SEQUENCE_BUDGET=2859 at this target's pace/);
       const seconds = Number(/<testcase classname="sequences"[^>]*time="([\d.]+)"/.exec(readFileSync(path.join(run.reports, 'junit.xml'), 'utf8'))?.[1]);
       // Its 8 s, and at most one request's wait and the last history's cleanup past them.
       assert.ok(seconds <= 8 + 6, `the rule took ${seconds} s`);

@@ -11,8 +11,8 @@ import { chargeUnder, CREDITS_PER_MINUTE } from './billing';
 const SESSION_LIFE_MS = 60_000;
 /** A scrape's price where the target states none: the hosted service's. */
 const SCRAPE_CREDITS = 1;
-/** Requests to stop and interact the sequences rule sends per session it opens, at most: a pattern of up to four steps, its provision and its stop. */
-export const SEQUENCE_REQUESTS_PER_SESSION = 10;
+/** Requests to stop and interact the sequences rule sends per session it opens, at most: patterns chained through its life, its provision and its stop. */
+export const SEQUENCE_REQUESTS_PER_SESSION = 30;
 /** Requests to stop and interact a rule's test sends, about: the owner's (its provisioning, stops, and stops held around a refusal), another team's. */
 const OWNER_REQUESTS_PER_TEST = 4;
 const FOREIGN_REQUESTS_PER_TEST = 1;

@@ -15,7 +15,7 @@ export const otherTeams = (identities: Identities, burstTeam: Identity): Identit
 
 export interface Burst {
   answers: Answer[];
-  /** One stop of no job by each other team, sent at the burst team's first 429: the refusal must be that team's alone. */
+  /** Each other team's stop of no job, sent beside one of the burst team's that was refused, or itself refused: the refusal must be the burst team's alone. */
   others: { as: Identity; answer: Answer }[];
   /** The team's stops of its own sessions, in the order sent. */
   stops: { session: Session; answer: Answer }[];
@@ -39,7 +39,21 @@ export async function sendBurst({ api, team, others, candidates, concurrency, pl
   const stops: Burst['stops'] = [];
   let pending: Promise<unknown> | undefined;
   let lost = 0;
-  let probed: Promise<Burst['others']> | undefined;
+  // Each other team's stop of no job goes out paired with one of the burst team's: only the second refused is a limit of the
+  // burst team's own, the first refused one they share; neither refused (a window just began) is tried again at a later 429.
+  const pairs = new Map(others.map((as) => [as, { tries: 0, answer: undefined as Answer | undefined, pending: undefined as Promise<void> | undefined }]));
+  const probe = (as: Identity, pair: NonNullable<ReturnType<typeof pairs.get>>) => {
+    pair.tries += 1;
+    const theirs = api.stop(randomUUID(), as, { on429: 'once', pooled: true });
+    const ours = api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true });
+    pair.pending = Promise.all([theirs, ours]).then(
+      ([their, our]) => {
+        answers.push(our);
+        if (their.status === 429 || our.status === 429) pair.answer = their;
+      },
+      () => undefined,
+    ).finally(() => (pair.pending = undefined));
+  };
   const started = performance.now();
   let next = 0;
   const stopNext = async (candidate: Session) => {
@@ -65,7 +79,7 @@ export async function sendBurst({ api, team, others, candidates, concurrency, pl
       });
       if (!answer) continue;
       answers.push(answer);
-      if (answer.status === 429) probed ??= Promise.all(others.map(async (as) => ({ as, answer: await api.stop(randomUUID(), as, { on429: 'once', pooled: true }) })));
+      if (answer.status === 429) for (const [as, pair] of pairs) if (!pair.answer && !pair.pending && pair.tries < 3) probe(as, pair);
       const throttled = stops.some((stop) => stop.answer.status === 429);
       if (answer.status === 429 && !pending && !throttled && stops.length < candidates.length) pending = stopNext(candidates[stops.length]);
       // A planned burst ends its lane at a 429 once a stop of its own was throttled (or none is left): more refusals prove nothing more.
@@ -76,7 +90,7 @@ export async function sendBurst({ api, team, others, candidates, concurrency, pl
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, settings.burstRequests) }, lane));
-  await pending;
+  await Promise.all([pending, ...[...pairs.values()].map((pair) => pair.pending)]);
   const burstMs = Math.round(performance.now() - started);
-  return { answers, others: (await probed) ?? [], stops, lost, burstMs };
+  return { answers, others: [...pairs].flatMap(([as, pair]) => (pair.answer ? [{ as, answer: pair.answer }] : [])), stops, lost, burstMs };
 }

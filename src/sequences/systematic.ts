@@ -46,6 +46,8 @@ function telling(pattern: Kind[]): number {
     pattern.slice(i + 1).forEach((other, j) => (score += other === kind ? (j === 0 ? 2 : 1) : 0));
   });
   if (pattern.some((kind, i) => i > 0 && (pattern[i - 1] === 'ownerStop' || pattern[i - 1] === 'twoStopsAtOnce'))) score += 2;
+  // An interact on an ended session: it may open a new one, bring the old one back, or be refused, where stopped state machines break.
+  if (pattern.some((kind, i) => kind === 'interact' && pattern.slice(0, i).some((before) => before === 'ownerStop' || before === 'twoStopsAtOnce'))) score += 3;
   if (pattern.includes('hold')) score += 1;
   return score;
 }
@@ -70,6 +72,9 @@ function patternsOfDepth(depth: number): Kind[][] {
   const heads = KIND_NAMES.map((kind) => sorted.find((pattern) => pattern[0] === kind)!);
   return [...heads, ...sorted.filter((pattern) => !heads.includes(pattern))];
 }
+
+/** Sessions the systematic phase needs for every 3-step pattern: one each. */
+export const SESSIONS_FOR_EVERY_THREE_STEP_PATTERN = KIND_NAMES.length ** 3;
 
 /** Requests to stop and interact the systematic phase needs for every 3-step pattern (each from a fresh session, with its final stop). */
 export const REQUESTS_FOR_EVERY_THREE_STEP_PATTERN = patternsOfDepth(3).reduce((sum, pattern) => sum + requestsOf(pattern) + 2, 0);
@@ -123,22 +128,48 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
   for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime; depth++) {
     const patterns = patternsOfDepth(depth);
     let next = 0;
+    /**
+     * Patterns one after the other through one session's life, while it stays live: a session a
+     * pattern left running is as good a start as a fresh one, and the budget's sessions go further.
+     */
+    const runChain = async () => {
+      const history = new History();
+      const ran: { pattern: Kind[]; index: number; steps: number }[] = [];
+      const failed = await runHistory(options, budget, state, history, async (real) => {
+        await real.sessions.reserve(1);
+        const model: Model = { sessions: [], capacity: 1 };
+        budget.spend(1);
+        await provisionInto(model, real);
+        while (!failure && next < patterns.length && model.sessions[0].live && budget.affords(requestsOf(patterns[next]) + 1)) {
+          const one = { pattern: patterns[next], index: next++, steps: 0 };
+          ran.push(one);
+          let keyless = one.index;
+          for (const kind of one.pattern) {
+            const step = stepOfKind(kind, budget, kind === 'keylessStop' ? keyless++ : 0, holdMs);
+            if (!step.check(model)) break;
+            await step.run(model, real);
+            one.steps += 1;
+          }
+        }
+        const stop = ownerStopStep(budget, 0);
+        if (model.sessions[0].live && stop.check(model)) await stop.run(model, real);
+      });
+      for (const { pattern, steps } of ran) {
+        for (let length = 1; length <= steps; length++) {
+          if (!covered.has(length)) covered.set(length, new Set());
+          covered.get(length)!.add(pattern.slice(0, length).join());
+        }
+      }
+      const last = ran.at(-1);
+      if (failed && last && !failure) failure = { history, message: failed.message, pattern: last.pattern, index: last.index, reproduction: failed.reproduction };
+    };
     const lane = async (number: number) => {
-      while (!failure && next < patterns.length && budget.affords(0)) {
+      while (!failure && next < patterns.length && budget.affords(requestsOf(patterns[next]) + 2)) {
         if (number >= options.pacer.lanes) {
           await sleep(LANE_PAUSE_MS, undefined, { signal: options.api.signal });
           continue;
         }
-        const index = next++;
-        const pattern = patterns[index];
-        // Provisioning, the pattern and the final stop.
-        if (!budget.affords(requestsOf(pattern) + 2)) return;
-        const { history, message, reproduction, ran } = await runPattern(pattern, index, budget);
-        for (let length = 1; length <= ran; length++) {
-          if (!covered.has(length)) covered.set(length, new Set());
-          covered.get(length)!.add(pattern.slice(0, length).join());
-        }
-        if (message && !failure) failure = { history, message, pattern, index, reproduction };
+        await runChain();
       }
     };
     await Promise.all(Array.from({ length: LANES }, (_, number) => lane(number)));

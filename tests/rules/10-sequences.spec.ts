@@ -3,7 +3,7 @@ import { DeclaredBehaviour } from '../../src/config/errors';
 import { spec } from '../../src/config/rules';
 import { Sessions } from '../../src/domain/sessions';
 import { exploreHistories } from '../../src/sequences/random';
-import { REQUESTS_FOR_EVERY_THREE_STEP_PATTERN, searchSystematically } from '../../src/sequences/systematic';
+import { REQUESTS_FOR_EVERY_THREE_STEP_PATTERN, SESSIONS_FOR_EVERY_THREE_STEP_PATTERN, searchSystematically } from '../../src/sequences/systematic';
 import { pacerFor, type Pacer } from '../../src/sequences/pace';
 import type { Exploration } from '../../src/sequences/search';
 import { notVerifiable } from '../../src/checks/checks';
@@ -89,8 +89,8 @@ test(
     if (!systematic.everyThreeStep) {
       const seconds = Math.ceil(pacer.expectedMs(REQUESTS_FOR_EVERY_THREE_STEP_PATTERN) / SYSTEMATIC_SHARE / 1000);
       const note =
-        `the systematic phase did not reach every 3-step pattern: they take about ${REQUESTS_FOR_EVERY_THREE_STEP_PATTERN} requests to stop and interact, ` +
-        `about SEQUENCE_SECONDS=${seconds} with SEQUENCE_BUDGET=${Math.ceil(REQUESTS_FOR_EVERY_THREE_STEP_PATTERN / SYSTEMATIC_SHARE)} at this target's pace`;
+        `the systematic phase did not reach every 3-step pattern: they take ${SESSIONS_FOR_EVERY_THREE_STEP_PATTERN} sessions and about ${REQUESTS_FOR_EVERY_THREE_STEP_PATTERN} requests to stop and interact, ` +
+        `SESSION_BUDGET=${needed + Math.ceil(SESSIONS_FOR_EVERY_THREE_STEP_PATTERN / SYSTEMATIC_SHARE)}, SEQUENCE_SECONDS=${seconds} and SEQUENCE_BUDGET=${Math.ceil(REQUESTS_FOR_EVERY_THREE_STEP_PATTERN / SYSTEMATIC_SHARE)} at this target's pace`;
       testInfo.annotations.push({ type: 'note', description: note });
       if (settings.strict) notVerifiable(`${note} (${systematic.covered})`);
     }
