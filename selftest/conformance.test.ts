@@ -320,13 +320,13 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     try {
       const dry = await conformance(['--dry-run'], env);
       assert.equal(dry.code, 0, dry.log);
-      assert.match(dry.log, /^COST AT MOST: 40 session\(s\) \(SESSION_BUDGET=40; 12 of them the sequences rule's\), 45 scrape\(s\), about [\d.]+ credit\(s\)/m);
+      assert.match(dry.log, /^COST AT MOST: 40 session\(s\) \(SESSION_BUDGET=40; 11 of them the sequences rule's\), 45 scrape\(s\), about [\d.]+ credit\(s\)/m);
       assert.equal(seen.requests, 0, 'a dry run sent requests');
       // The default budget, all of it the sequences rule's: it searches until it is spent, not until its time is up.
       const searched = await conformance(['--rule', 'sequences'], { ...env, SEQUENCE_SECONDS: '60', SEQUENCE_BUDGET: '' });
       assert.equal(searched.code, 3, searched.log.slice(-3000));
       assert.ok(seen.sessions <= 40 && searched.summary!.cost!.sessions <= 40, `${seen.sessions} sessions opened, ${searched.summary!.cost!.sessions} counted`);
-      assert.match(searched.log, /SEQUENCES: .*, 40 of its 40 session\(s\); systematic phase: all 1-step patterns/);
+      assert.match(searched.log, /SEQUENCES: .*, 39 of its 39 session\(s\); systematic phase: all 1-step patterns/);
       const predicted = searched.summary!.cost!.predicted!;
       assert.equal(predicted.sessions, 40);
       // The target's own account of the run: every session's charge and every scrape's.
@@ -481,12 +481,16 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     const { server, env } = await external(undefined);
     const unknown = 'fc-a-key-no-team-was-given-0009';
     try {
+      // 15 s on an idle machine; on a busy one, four times what starting the command takes there (a dry run beside it).
+      const dryStarted = performance.now();
+      assert.equal((await conformance(['--dry-run'], env)).code, 0);
+      const bound = Math.max(15, (4 * (performance.now() - dryStarted)) / 1000);
       for (const variable of ['API_KEY', 'FOREIGN_API_KEY']) {
         const started = performance.now();
         const run = await conformance([], { ...env, [variable]: unknown });
         const seconds = (performance.now() - started) / 1000;
         assert.equal(run.code, 2, run.log);
-        assert.ok(seconds < 15, `${variable}: exit after ${seconds.toFixed(1)} s`);
+        assert.ok(seconds < bound, `${variable}: exit after ${seconds.toFixed(1)} s, more than ${bound.toFixed(1)} s`);
         assert.match(run.log, new RegExp(`^  - ${variable} was refused: .* answered 401 \\("Unauthorized: Invalid token"\\)`, 'm'));
         assert.equal((run.log.match(/was refused/g) ?? []).length, 1, `only ${variable}:\n${run.log}`);
         assert.doesNotMatch(run.log, /passed|failed|at .*\.ts:\d+/, 'no test ran and no stack trace');

@@ -159,7 +159,7 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
         ...(variant.holdsPastAMinute ? { minuteHoldMs: 61_250 } : {}),
         // The hosted service's variants differ in what their file declares, not in their orders of operations: one seed.
         ...(!variant.breaks && severalSeeds && !variant.knownDeviations && !variant.declaredReasons ? { sequenceSeeds: SEEDS_OF_CORRECT_VARIANTS, sequenceRuns: 20 } : {}),
-      }, variant.knownDeviations && path.join(ROOT, variant.knownDeviations)),
+      }, variant.knownDeviations && path.join(ROOT, variant.knownDeviations), variant.sessionCap),
     );
     // The bursts split between two processes, one at a time in each, beside the rest.
     const bursts = specs.filter((spec) => spec.burst).map((spec) => spec.file);
@@ -258,7 +258,7 @@ async function replayReproductions(output: string, variants: Variant[], results:
  * so that they register their tests again, in a group named for the variant: a few workers then
  * serve every variant.
  */
-function writeSpecs(output: string, index: number, variant: string, rules: RuleId[], options: Record<string, unknown>, knownDeviationsFile?: string): { burst: boolean; file: string }[] {
+function writeSpecs(output: string, index: number, variant: string, rules: RuleId[], options: Record<string, unknown>, knownDeviationsFile?: string, sessionCap?: number): { burst: boolean; file: string }[] {
   // Playwright takes files in the order of their paths: the variants' own order, so that the longest, given first, start first.
   const folder = path.join(output, 'specs', `${String(index).padStart(3, '0')}-${variant}`);
   mkdirSync(folder, { recursive: true });
@@ -274,6 +274,7 @@ function writeSpecs(output: string, index: number, variant: string, rules: RuleI
         `const { test } = require(${JSON.stringify(path.join(ROOT, 'src', 'playwright', 'fixtures.ts'))});`,
         // A worker option: a variant with its own known-deviations file gets workers of its own.
         ...(knownDeviationsFile ? [`test.use({ knownDeviationsFile: ${JSON.stringify(knownDeviationsFile)} });`] : []),
+        ...(sessionCap ? [`test.use({ sessionCap: ${sessionCap} });`] : []),
         `test.describe(${JSON.stringify(variant)}, () => {`,
         `  test.describe.configure({ mode: 'default' });`,
         `  test.use(${JSON.stringify(options)});`,

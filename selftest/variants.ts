@@ -29,6 +29,8 @@ export interface Variant {
   rules?: RuleId[];
   /** Its billing changes past a minute: billing/past-a-minute holds its session across the minute boundary (61.25 s) against it. */
   holdsPastAMinute?: boolean;
+  /** The cap on live sessions its runs are told (SESSION_CAP), where a fault shows only against a known one. */
+  sessionCap?: number;
   /** Its known-deviations file (from the kit's folder): the suite runs against it with that file. */
   knownDeviations?: string;
   /**
@@ -420,6 +422,26 @@ export const faultyVariants: Variant[] = [
     }),
   },
   {
+    name: 'simultaneous-opens-orphan',
+    breaks: 'stop-is-final',
+    sessionCap: 2,
+    leaksSessions: true,
+    description: "registers a session only once its browser has booted (200 ms): interacts arriving together on a job each open a browser, and all but the last are orphaned, never stoppable, yet still hold a slot of the team's cap of 2",
+    options: behaviour((base, state) => {
+      const orphans: string[] = [];
+      return {
+        interact: (team, jobId, body) => {
+          const existing = state.sessions.get(jobId);
+          const booting = existing !== undefined && state.clock() - existing.startedAt < 200;
+          const live = [...state.sessions.values()].filter((session) => session.teamId === team.id).length + orphans.filter((id) => id === team.id).length;
+          if (!existing && live >= 2 && state.jobs.get(jobId)?.teamId === team.id) return base.error(429, 'Concurrency limit exceeded: at most 2 browser sessions at once.', {});
+          if (booting) (orphans.push(team.id), state.sessions.delete(jobId));
+          return base.interact(team, jobId, body);
+        },
+      };
+    }),
+  },
+  {
     name: 'account-charged-by-started-minute',
     breaks: 'stop-is-final',
     description: 'reports creditsBilled prorated by the second, as it should, but charges the account 2 credits per started minute',
@@ -669,7 +691,7 @@ export const correctVariants: Variant[] = [
   { name: 'errors-with-details', description: 'adds a code and a details object to every error', options: behaviour((base) => ({ error: (status, message, headers) => withBody(base.error(status, message, headers), { code: `ERR_${status}`, details: { docs: 'https://docs.example.com/errors', retryable: status === 429 } }) })) },
   { name: 'session-cap-1', description: 'allows each team one live session; the interact that would open another answers 429 with Retry-After', options: capsSessions(1, true) },
   { name: 'session-cap-2-no-retry-after', description: 'allows each team two live sessions; beyond, 429 with no Retry-After', options: capsSessions(2, false) },
-  { name: 'session-cap-4', description: 'allows each team four live sessions; beyond, 429 with Retry-After', options: capsSessions(4, true) },
+  { name: 'session-cap-4', sessionCap: 4, description: 'allows each team four live sessions, as its runs are told (SESSION_CAP=4); beyond, 429 with Retry-After', options: capsSessions(4, true) },
   { name: 'token-bucket-limiter', description: 'limits with a token bucket per team (50 tokens, 50 a second) instead of a fixed window', options: behaviour((_base, state) => ({ limit: tokenBucket(50, 50, state.clock) })) },
 ];
 

@@ -1,28 +1,29 @@
-/** The run's budget of sessions, shared by its workers: each session taken is a file only one worker can create. */
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync } from 'node:fs';
+/**
+ * The run's budget of sessions on a target, shared by its workers: a session taken is a file of its
+ * own in the run's working folder, kept while the folder holds no more files than the budget; one
+ * that opened nothing is given back by removing it.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { channel } from './run-folder';
 
 /** The run's sessions on one target (the variant matrix serves many targets from one run). */
 const folderOf = (reportsDir: string, targetKey: string) => path.join(channel(reportsDir, 'budget'), targetKey);
 
-/** Takes one session from the run's budget of `budget` on a target; false once it is spent. */
-export function takeSession(reportsDir: string, targetKey: string, budget: number): boolean {
+/** Takes one session of the budget: the ticket to give it back with, or undefined once it is spent. */
+export function takeSession(reportsDir: string, targetKey: string, budget: number): string | undefined {
   const folder = folderOf(reportsDir, targetKey);
   mkdirSync(folder, { recursive: true });
-  for (let n = readdirSync(folder).length; n < budget; n++) {
-    try {
-      closeSync(openSync(path.join(folder, String(n)), 'wx'));
-      return true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-  }
-  return false;
+  const ticket = path.join(folder, randomUUID());
+  writeFileSync(ticket, '');
+  // Two workers taking the last one at once may both give theirs back: never one too many.
+  if (readdirSync(folder).length <= budget) return ticket;
+  rmSync(ticket, { force: true });
+  return undefined;
 }
 
-/** Sessions taken so far in this run on a target. */
-export function sessionsTaken(reportsDir: string, targetKey: string): number {
-  const folder = folderOf(reportsDir, targetKey);
-  return existsSync(folder) ? readdirSync(folder).length : 0;
+/** Gives back a session that opened nothing. */
+export function giveBack(ticket: string): void {
+  rmSync(ticket, { force: true });
 }

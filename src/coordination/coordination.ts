@@ -46,8 +46,8 @@ export class Coordination {
     return new SessionSlots(this.reportsDir, this.baseURL, team, statedCap);
   }
 
-  /** One session of the run's budget on this target, if any is left (budget.ts). */
-  takeSession(budget: number): boolean {
+  /** One session of the run's budget on this target, if any is left: the ticket to give it back with (budget.ts). */
+  takeSession(budget: number): string | undefined {
     return takeSession(this.reportsDir, this.targetKey(), budget);
   }
 

@@ -41,7 +41,9 @@ const priceOf = (settings: Pick<Settings, 'declaredBilling'>, ms: number) => (se
 
 export function predict(settings: Settings): Prediction {
   const tests = chosenTests(settings);
-  const needed = tests.reduce((sum, id) => sum + (OPENS[id]?.sessions ?? 0), 0);
+  // Under a stated cap, simultaneous-opens opens one more session to show the team's slots are free.
+  const underCap = settings.sessionCap !== undefined && tests.includes('stop-is-final/simultaneous-opens') ? 1 : 0;
+  const needed = tests.reduce((sum, id) => sum + (OPENS[id]?.sessions ?? 0), 0) + underCap;
   const jobs = tests.reduce((sum, id) => sum + (OPENS[id]?.jobs ?? 0), 0);
   const searches = tests.includes('sequences/random-histories');
   const at = (budget: number): Prediction => {

@@ -119,6 +119,20 @@ const JUDGES = {
   settledOnce(stops: Answer[]): Verdict {
     expect(distinctSettlements(stops).length, `the two answers may report one settlement, never two different ones:\n${listed(stops)}`).toBeLessThanOrEqual(1);
   },
+  /** Interacts sent at once on a job without a session: one opens it (200), the others answer 200 too or are refused (4xx). */
+  opensOne(opens: Answer[]): Verdict {
+    expect(opens.some((open) => open.status === 200), `one of the interacts sent at once opens the session:\n${listed(opens)}`).toBe(true);
+    expect(opens.every((open) => open.status === 200 || (open.status >= 400 && open.status < 500)), `each answers 200, or is refused (4xx):\n${listed(opens)}`).toBe(true);
+  },
+  /** The opens left one session: once it is stopped, a second stop finds nothing to settle. */
+  oneSession(again: Answer, stop: Answer): Verdict {
+    expect(again.status, `interacts sent at once must open one session, which the first stop ended: ${summary(again)}`).toBeOneOf([200, 404]);
+    expect(isNewCharge(again, stop), `a second session opened beside the first, and this stop settled it: ${summary(again)}`).toBe(false);
+  },
+  /** After stopping what the opens left, the team opens a session under its cap: nothing they opened holds a slot. */
+  roomLeft(refused: string | undefined, cap: number, opens: number): Verdict {
+    expect(refused, `after ${opens} interacts sent at once on one job and the owner's stop of it, the team must have every slot of its cap of ${cap} free again; a session nobody can stop holds one`).toBeUndefined();
+  },
   /** After refusals, a stopped session is still stopped and settled once. */
   stillStopped(again: Answer, stop: Answer): Verdict {
     expect(again.status, `the refusals must not have brought the session back: ${summary(again)}`).toBeOneOf([200, 404]);

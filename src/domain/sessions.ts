@@ -18,6 +18,7 @@ import { type Identities, type Identity } from './target';
 import { openingOf, type Opening } from './cap-discovery';
 import { stopAsOwner } from './cleanup';
 import { notVerifiable } from '../checks/checks';
+import { giveBack } from '../coordination/budget';
 
 export interface Session {
   jobId: string;
@@ -217,13 +218,14 @@ export class Sessions {
     // On a stopped session it may open a new one: a cap on live sessions then refuses it (429) for as
     // long as other tests hold theirs, and the refusal is the answer, not a wait.
     const reopens = ledger.endedHere(api.target.baseURL, jobId, owner.name);
-    // It may open a new session: one of the budget's.
-    if (reopens) this.takeFromBudget();
+    // It may open a new session: one of the budget's, given back if it opens none.
+    const giveBackUnless200 = reopens ? this.takeFromBudget() : undefined;
     const opening = openingOf(this.options, owner, jobId, reopens);
     const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, ...(reopens ? { giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true } : {}) }).catch((error) => {
       opening.ended();
       throw error;
     });
+    if (answer.status !== 200) giveBackUnless200?.();
     if (answer.status === 429 && opening.cap !== undefined) this.roomOf(owner).slots.learn(opening.cap);
     if (answer.status === 200 && reopens) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
@@ -246,6 +248,53 @@ export class Sessions {
     // Room stays taken for a session that could not be stopped: it may still count against the cap.
     if (!problems.length) for (const room of this.room.values()) (room.slots.release(), (room.taken = 0));
     return problems;
+  }
+
+  /**
+   * One session of the owner's, room taken under the known cap first: the cap's refusal, if the
+   * target gives one though the run holds less than the cap, or undefined when it opened.
+   */
+  async openUnderCap(): Promise<string | undefined> {
+    await this.reserve(this.liveOf(this.owner) + 1);
+    try {
+      await this.provision({ reserved: true });
+      return undefined;
+    } catch (error) {
+      if (error instanceof CapReached) return error.message;
+      throw error;
+    }
+  }
+
+  /**
+   * `count` interacts that would open a session on a new job, sent at once as the owner: the job is
+   * in the ledger first, so that the teardown stops whatever they opened. Every one 404 (the job
+   * not written yet) is tried again, as provisioning does.
+   */
+  async openAtOnce(count: number): Promise<{ jobId: string; opens: Answer[] }> {
+    const { api } = this.options;
+    const owner = this.owner;
+    if (this.roomOf(owner).taken <= this.liveOf(owner)) await this.reserve(this.liveOf(owner) + 1, owner);
+    const giveBackSession = this.takeFromBudget();
+    const { jobId } = await this.scrape(true, false, owner);
+    let opens: Answer[];
+    for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
+      opens = await Promise.all(
+        Array.from({ length: count }, async () => {
+          const opening = openingOf(this.options, owner, jobId, true);
+          const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true }).catch((error) => {
+            opening.ended();
+            throw error;
+          });
+          opening.ended(answer.status);
+          return answer;
+        }),
+      );
+      if (opens.some((answer) => answer.status !== 404) || performance.now() + wait > until) break;
+      await sleep(wait, undefined, { signal: this.options.signal });
+    }
+    if (opens.some((answer) => answer.status === 200)) (this.live.push({ jobId, owner }), countSession());
+    else giveBackSession();
+    return { jobId, opens };
   }
 
   /** A scrape job; it goes in the ledger when a session may follow (`forSession`). */
@@ -276,23 +325,38 @@ export class Sessions {
     return { jobId: jobId as string, scrape: answer };
   }
 
-  /** One session from the run's budget (and this test's share of it), before anything is sent: a test that gets none is not verifiable. */
-  private takeFromBudget(): void {
+  /**
+   * One session from the run's budget (and this test's share of it), before anything is sent: a test
+   * that gets none is not verifiable. Returns how to give it back, should nothing open.
+   */
+  private takeFromBudget(): () => void {
     const { allowance, settings, budget = { sessions: settings.sessionBudget, needed: 0 } } = this.options;
     if (allowance && allowance.left <= 0) throw new BudgetSpent(`its share of the session budget (${budget.sessions}) is spent`);
     if (!this.options.api.coordination) throw new RunError("sessions take the run's budget with its other workers: their client needs the run's coordination");
-    if (this.options.api.coordination.takeSession(budget.sessions)) {
+    const ticket = this.options.api.coordination.takeSession(budget.sessions);
+    if (ticket) {
       if (allowance) allowance.left -= 1;
-      return;
+      return () => (giveBack(ticket), allowance && (allowance.left += 1));
     }
     const spent = `the run's session budget (${budget.sessions}: SESSION_BUDGET, or less to fit CREDIT_BUDGET) is spent`;
     if (allowance) throw new BudgetSpent(spent);
-    notVerifiable(`${spent}, so this test could not open its session${budget.needed ? `: a budget of ${budget.needed} or more verifies every chosen test` : ''}`);
+    return notVerifiable(`${spent}, so this test could not open its session${budget.needed ? `: a budget of ${budget.needed} or more verifies every chosen test` : ''}`);
   }
 
   private async provisionNow({ gapMs = 0, quiet = false, as: owner = this.owner }: ProvisionOptions = {}): Promise<Session> {
+    const giveBackSession = this.takeFromBudget();
+    const opened = { yes: false };
+    try {
+      return await this.provisionTaken({ gapMs, quiet, as: owner }, opened);
+    } catch (error) {
+      // Nothing opened (a refused or failed interact): a later test may have the session.
+      if (!opened.yes) giveBackSession();
+      throw error;
+    }
+  }
+
+  private async provisionTaken({ gapMs = 0, quiet = false, as: owner = this.owner }: ProvisionOptions, opened: { yes: boolean }): Promise<Session> {
     const { api } = this.options;
-    this.takeFromBudget();
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
     let interact: Answer;
@@ -310,7 +374,7 @@ export class Sessions {
       await sleep(wait, undefined, { signal: this.options.signal });
     }
     if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening.cap!));
-    if (interact.status === 200) countSession();
+    if (interact.status === 200) (countSession(), (opened.yes = true));
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
     return { jobId, scrape, created: interact, owner };

@@ -31,10 +31,17 @@ export { expect } from '../checks/expect';
  */
 export const burstLock = () => (burstHasOwnTeam(loadSettings()) ? 'rate-limit-burst' : '-exclusive-');
 
-const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteHoldMs: number }, { settings: Settings; knownDeviationsFile: string | undefined }> = {
-  /** For the kit's variant matrix: the known-deviations file of this worker's target, in place of KNOWN_DEVIATIONS. */
+const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteHoldMs: number }, { settings: Settings; knownDeviationsFile: string | undefined; sessionCap: number | undefined }> = {
+  /** For the kit's variant matrix: the known-deviations file of this worker's target, in place of KNOWN_DEVIATIONS, and its stated cap. */
   knownDeviationsFile: [undefined, { scope: 'worker', option: true }],
-  settings: [async ({ knownDeviationsFile }, use) => use(knownDeviationsFile ? withKnownDeviations(loadSettings(), knownDeviationsFile) : loadSettings()), { scope: 'worker' }],
+  sessionCap: [undefined, { scope: 'worker', option: true }],
+  settings: [
+    async ({ knownDeviationsFile, sessionCap }, use) => {
+      const settings = knownDeviationsFile ? withKnownDeviations(loadSettings(), knownDeviationsFile) : loadSettings();
+      await use(sessionCap === undefined ? settings : { ...settings, sessionCap });
+    },
+    { scope: 'worker' },
+  ],
   // An option of each test, not of the worker: the variant matrix aims the tests of many variants at their own servers in shared workers.
   target: [async ({ settings }, use) => use(targetFrom(settings)), { option: true }],
   identities: async ({ target, settings }, use) => use(identitiesFor(target, settings)),

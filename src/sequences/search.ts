@@ -52,7 +52,8 @@ export interface ExploreOptions {
   /** The search's client: paced (Pacer.client). */
   api: Client;
   /** A new set of sessions for one history, stopped after it. */
-  openSessions: () => Sessions;
+  /** With `allowance`, sessions from that share of the budget instead of the search's own. */
+  openSessions: (allowance?: { left: number }) => Sessions;
   identities: Identities;
   settings: Settings;
   pacer: Pacer;

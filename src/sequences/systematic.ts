@@ -47,7 +47,7 @@ function telling(pattern: Kind[]): number {
   });
   if (pattern.some((kind, i) => i > 0 && (pattern[i - 1] === 'ownerStop' || pattern[i - 1] === 'twoStopsAtOnce'))) score += 2;
   // An interact on an ended session: it may open a new one, bring the old one back, or be refused, where stopped state machines break.
-  if (pattern.some((kind, i) => kind === 'interact' && pattern.slice(0, i).some((before) => before === 'ownerStop' || before === 'twoStopsAtOnce'))) score += 3;
+  if (pattern.some((kind, i) => kind === 'interact' && pattern.slice(0, i).some((before) => before === 'ownerStop' || before === 'twoStopsAtOnce'))) score += 2;
   if (pattern.includes('hold')) score += 1;
   return score;
 }
@@ -105,10 +105,11 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
   const holdMs = options.settings.durationToleranceMs + 10;
   let failure: { history: History; message: string; pattern: Kind[]; index: number; reproduction?: HistoryFailure['reproduction'] } | undefined;
   /** One pattern from a fresh session, then the owner's stop. A stop without a valid key takes its key by the pattern's place: the same every run. */
-  const runPattern = async (pattern: Kind[], index: number, within: Budget) => {
+  /** One pattern from a fresh session, its sessions from `allowance`: run alone, to tell whether a failure found beside others is its own. */
+  const runPattern = async (pattern: Kind[], index: number, within: Budget, allowance: { left: number }) => {
     const history = new History();
     let ran = 0;
-    const failed = await runHistory(options, within, state, history, async (real) => {
+    const failed = await runHistory({ ...options, openSessions: () => options.openSessions(allowance) }, within, state, history, async (real) => {
       await real.sessions.reserve(1);
       const model: Model = { sessions: [], capacity: 1 };
       within.spend(1);
@@ -180,7 +181,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
   if (failure) {
     // Other histories ran beside it: run the pattern once more alone, so that the report says whether it breaks on its own.
     const requests = requestsOf(failure.pattern) + 2;
-    const alone = await runPattern(failure.pattern, failure.index, new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer));
+    const alone = await runPattern(failure.pattern, failure.index, new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer), { left: 1 });
     const shown = alone.message ? alone : failure;
     exploration.failure = shown.message;
     // The history run alone has a part of the trace of its own; one run beside others shares it with them.
