@@ -442,6 +442,33 @@ export const faultyVariants: Variant[] = [
     }),
   },
   {
+    name: 'account-never-debited',
+    breaks: 'stop-is-final',
+    description: 'reports each settlement in creditsBilled but never charges the account for it (billing is not settled)',
+    options: behaviour((base, state) => ({
+      stop: (team, jobId) => {
+        const reply = base.stop(team, jobId);
+        if (reply.status === 200) state.charges.pop();
+        return reply;
+      },
+    })),
+  },
+  {
+    name: 'refusal-charges-account',
+    breaks: 'stop-is-final',
+    // Another team's refusals of live sessions come from rule 3; the account sees them.
+    rules: ['foreign-team', 'stop-is-final'],
+    description: "charges the owner's account what a session has cost so far whenever another team's stop of it is refused, unreported; the owner's stop then bills the whole session",
+    options: behaviour((base, state) => ({
+      stop: (team, jobId) => {
+        const session = state.sessions.get(jobId);
+        const reply = base.stop(team, jobId);
+        if (reply.status === 403 && session) state.charges.push({ jobId, teamId: session.teamId, durationMs: state.clock() - session.startedAt, credits: base.bill(state.clock() - session.startedAt), at: state.clock() });
+        return reply;
+      },
+    })),
+  },
+  {
     name: 'account-charged-by-started-minute',
     breaks: 'stop-is-final',
     description: 'reports creditsBilled prorated by the second, as it should, but charges the account 2 credits per started minute',

@@ -18,7 +18,7 @@ import { COMMAND_PIPE_VARIABLE, endingFile } from './playwright/global-setup';
 import { channel, removeRunFolder, reportsFolderInUse } from './coordination/run-folder';
 import { RULE_IDS, RULES, type RuleId } from './config/rules';
 import { stopOpenSessions } from './domain/cleanup';
-import { ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TABLE, type Settings } from './config/settings';
+import { BUDGET_FOLDER_VARIABLE, ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TABLE, type Settings } from './config/settings';
 import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from './report/verdict';
 import { buildAllureReport } from './report/allure-report';
 import { ledgerFiles, runShards, SHARD_FOLDERS, shardFolders } from './shards';
@@ -175,12 +175,16 @@ async function run(argv: string[]): Promise<number> {
       ...(values['base-url'] ? ['--base-url', values['base-url']] : []),
       ...(settings.knownDeviationsFile ? ['--known-deviations', settings.knownDeviationsFile] : []),
       ...(values.strict ? ['--strict'] : []),
-      // The session budget is the whole run's: each shard, and the burst's run after them, has its part.
-      '--session-budget', String(Math.floor(settings.sessionBudget / (shards + 1))),
+      // The session budget is the whole run's: the shards and the burst's run after them take from one folder.
+      '--session-budget', String(predict(settings).budget),
       ...(values.grep ? ['--grep', values.grep] : []),
       ...(values['grep-invert'] ? ['--grep-invert', values['grep-invert']] : []),
     ];
+    const shared = path.join(channel(settings.reportsDir, 'budget'), 'shards');
+    rmSync(shared, { recursive: true, force: true });
+    Object.assign(process.env, { [BUDGET_FOLDER_VARIABLE]: shared, CREDIT_BUDGET: '' });
     const code = await runShards(shards, common, selectedRules(values), positionals, settings);
+    rmSync(shared, { recursive: true, force: true });
     nextStep(settings.reportsDir);
     return code;
   }

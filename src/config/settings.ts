@@ -70,6 +70,8 @@ export interface Settings {
   sessionBudget: number;
   /** Most credits the run may spend at the target's price, where the user set one: the session budget shrinks to fit. */
   creditBudget?: number;
+  /** Where the sessions of the budget are kept when several processes share it (the command's --shards). */
+  budgetFolder?: string;
 }
 
 export class ConfigurationError extends Error {
@@ -119,6 +121,9 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
 
 /** Set by the command to the rules `--rule` and `--skip-rule` chose; read here only. */
 export const SELECTED_RULES_VARIABLE = 'CONFORMANCE_RULES';
+
+/** Set by the command for its shards, which share one session budget; read here only. */
+export const BUDGET_FOLDER_VARIABLE = 'CONFORMANCE_BUDGET_FOLDER';
 
 /** Set by the embedded reference's global setup; read here only. */
 export const EMBEDDED_URL_VARIABLE = 'CONFORMANCE_EMBEDDED_URL';
@@ -211,6 +216,7 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
     selectedRules: env[SELECTED_RULES_VARIABLE] ? env[SELECTED_RULES_VARIABLE].split(',') : undefined,
     sessionBudget: integer('SESSION_BUDGET', external ? 40 : 200, 0),
     creditBudget: readCredits(env.CREDIT_BUDGET, problems),
+    budgetFolder: env[BUDGET_FOLDER_VARIABLE] || undefined,
   };
   if (problems.length) throw new ConfigurationError(problems);
   return settings;

@@ -11,9 +11,9 @@ import { channel } from './run-folder';
 /** The run's sessions on one target (the variant matrix serves many targets from one run). */
 const folderOf = (reportsDir: string, targetKey: string) => path.join(channel(reportsDir, 'budget'), targetKey);
 
-/** Takes one session of the budget: the ticket to give it back with, or undefined once it is spent. */
-export function takeSession(reportsDir: string, targetKey: string, budget: number): string | undefined {
-  const folder = folderOf(reportsDir, targetKey);
+/** Takes one session of the budget (kept in `shared`, where several runs share it): the ticket to give it back with, or undefined once it is spent. */
+export function takeSession(reportsDir: string, targetKey: string, budget: number, shared?: string): string | undefined {
+  const folder = shared ? path.join(shared, targetKey) : folderOf(reportsDir, targetKey);
   mkdirSync(folder, { recursive: true });
   const ticket = path.join(folder, randomUUID());
   writeFileSync(ticket, '');

@@ -47,8 +47,8 @@ export class Coordination {
   }
 
   /** One session of the run's budget on this target, if any is left: the ticket to give it back with (budget.ts). */
-  takeSession(budget: number): string | undefined {
-    return takeSession(this.reportsDir, this.targetKey(), budget);
+  takeSession(budget: number, shared?: string): string | undefined {
+    return takeSession(this.reportsDir, this.targetKey(), budget, shared);
   }
 
   /** Adds this process's tally of what the run spent to the run's (after each test). */

@@ -139,7 +139,7 @@ export function judgeAlone(opening: number, closing: { remaining: number; still:
   const expected = round(price + settled);
   const moved = round(opening - closing.remaining);
   if (!closing.still || Math.abs(moved - expected) <= aloneTolerance(settled)) return undefined;
-  return `one session alone, after the run: its scrape reported ${price} credit(s) and its stop ${settled}, but the account moved by ${moved} (${opening}, then ${closing.remaining}): the target charges other than it reports`;
+  return `one session alone, after the run (refused by another team and without a key before its owner stopped it): its scrape reported ${price} credit(s) and its stop ${settled}, but within ACCOUNT_SETTLE_MS the account moved by ${moved} credit(s) (${opening}, then ${closing.remaining}): the target charges other than it reports`;
 }
 
 /**

@@ -72,7 +72,7 @@ export function describePrediction(prediction: Prediction, settings: Settings): 
   const { sessions, sequences, needed, budget, scrapes, credits, requests, minutes } = prediction;
   const price = settings.declaredBilling ? 'the declared billing rule' : "the specification's 2 credits a minute";
   const lines = [
-    `COST AT MOST: ${sessions} session(s) (SESSION_BUDGET=${budget}${settings.creditBudget === undefined ? '' : `, to fit CREDIT_BUDGET=${settings.creditBudget}`}; ${sequences} of them the sequences rule's), ${scrapes} scrape(s), about ${credits} credit(s) at ${price} and ${SCRAPE_CREDITS} a scrape`,
+    `COST AT MOST: ${sessions} session(s) (SESSION_BUDGET=${budget}${settings.creditBudget === undefined ? '' : `, to fit CREDIT_BUDGET=${settings.creditBudget}`}; ${sequences} of them the sequences rule's), about ${scrapes} scrape(s) and ${credits} credit(s) at ${price} and ${SCRAPE_CREDITS} a scrape`,
     `  requests to stop and interact, about: ${Object.entries(requests).map(([team, count]) => `${count} as the ${team}`).join(', ')}${minutes === undefined ? '' : `; at least ${minutes} minute(s) at RATE_LIMIT`}`,
   ];
   if (budget < needed) lines.push(`  the rules' own tests need ${needed} session(s): with fewer, those that get none are not verifiable (SESSION_BUDGET=${needed} verifies them all)`);

@@ -27,7 +27,8 @@ export interface Burst {
 export async function sendBurst({ api, team, others, candidates, concurrency, planned, settings }: {
   api: Client;
   team: Identity;
-  others: Identity[];
+  /** The other teams, and how many requests each may send without meeting its own limit. */
+  others: { as: Identity; room: number }[];
   candidates: Session[];
   concurrency: number;
   /** Sized to the room left in a known window: a lane ends at a 429 once a stop of its own was throttled. */
@@ -39,9 +40,9 @@ export async function sendBurst({ api, team, others, candidates, concurrency, pl
   const stops: Burst['stops'] = [];
   let pending: Promise<unknown> | undefined;
   let lost = 0;
-  // Each other team's stop of no job goes out paired with one of the burst team's: only the second refused is a limit of the
-  // burst team's own, the first refused one they share; neither refused (a window just began) is tried again at a later 429.
-  const pairs = new Map(others.map((as) => [as, { tries: 0, answer: undefined as Answer | undefined, pending: undefined as Promise<void> | undefined }]));
+  // Each other team's stop of no job goes out at once with one of the burst team's: the burst team's alone refused is a limit
+  // of its own, the other's refused one they share; neither refused (a window just began) is tried again where the other's room allows.
+  const pairs = new Map(others.map(({ as, room }) => [as, { tries: 0, room, answer: undefined as Answer | undefined, pending: undefined as Promise<void> | undefined }]));
   const probe = (as: Identity, pair: NonNullable<ReturnType<typeof pairs.get>>) => {
     pair.tries += 1;
     const theirs = api.stop(randomUUID(), as, { on429: 'once', pooled: true });
@@ -79,7 +80,7 @@ export async function sendBurst({ api, team, others, candidates, concurrency, pl
       });
       if (!answer) continue;
       answers.push(answer);
-      if (answer.status === 429) for (const [as, pair] of pairs) if (!pair.answer && !pair.pending && pair.tries < 3) probe(as, pair);
+      if (answer.status === 429) for (const [as, pair] of pairs) if (!pair.answer && !pair.pending && pair.tries < Math.min(3, pair.room)) probe(as, pair);
       const throttled = stops.some((stop) => stop.answer.status === 429);
       if (answer.status === 429 && !pending && !throttled && stops.length < candidates.length) pending = stopNext(candidates[stops.length]);
       // A planned burst ends its lane at a 429 once a stop of its own was throttled (or none is left): more refusals prove nothing more.

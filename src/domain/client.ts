@@ -306,8 +306,9 @@ async function record({ target, ledger, attach, onAnswer }: ClientOptions, answe
   if (jobId && answer.method === 'DELETE' && answer.status === 200 && !(request.as.owner && ledger?.endedHere(target.baseURL, jobId, request.as.name))) countCredits(answer.body?.creditsBilled);
   if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
     ledger.ended({ target: target.baseURL, jobId, identity: request.as.name, status: answer.status });
-  } else if (ledger && jobId && settled) {
-    // Settled by another caller (another scheme word, another team): the session ended all the same, so nobody stops it again.
+  } else if (ledger && jobId && settled && request.as.team && request.as.team !== 'foreign') {
+    // Settled under another scheme word with the owner's key: the session ended all the same, so nobody stops it again.
+    // Another team's settlement is a fault its test reports; the teardown still stops the session.
     const creator = ledger.creatorIdentity(target.baseURL, jobId);
     if (creator && !ledger.endedHere(target.baseURL, jobId, creator)) ledger.ended({ target: target.baseURL, jobId, identity: creator, status: answer.status });
   }

@@ -69,7 +69,7 @@ export class BudgetSpent extends Error {
 export interface SessionsOptions {
   api: Client;
   identities: Identities;
-  settings: Pick<Settings, 'scrapeUrl' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs' | 'testTimeoutMs' | 'accountCheck' | 'accountSettleMs' | 'sessionBudget'>;
+  settings: Pick<Settings, 'scrapeUrl' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs' | 'testTimeoutMs' | 'accountCheck' | 'accountSettleMs' | 'sessionBudget' | 'budgetFolder'>;
   ledger: Ledger;
   testId?: string;
   signal?: AbortSignal;
@@ -251,21 +251,6 @@ export class Sessions {
   }
 
   /**
-   * One session of the owner's, room taken under the known cap first: the cap's refusal, if the
-   * target gives one though the run holds less than the cap, or undefined when it opened.
-   */
-  async openUnderCap(): Promise<string | undefined> {
-    await this.reserve(this.liveOf(this.owner) + 1);
-    try {
-      await this.provision({ reserved: true });
-      return undefined;
-    } catch (error) {
-      if (error instanceof CapReached) return error.message;
-      throw error;
-    }
-  }
-
-  /**
    * `count` interacts that would open a session on a new job, sent at once as the owner: the job is
    * in the ledger first, so that the teardown stops whatever they opened. Every one 404 (the job
    * not written yet) is tried again, as provisioning does.
@@ -275,7 +260,10 @@ export class Sessions {
     const owner = this.owner;
     if (this.roomOf(owner).taken <= this.liveOf(owner)) await this.reserve(this.liveOf(owner) + 1, owner);
     const giveBackSession = this.takeFromBudget();
-    const { jobId } = await this.scrape(true, false, owner);
+    const { jobId } = await this.scrape(true, false, owner).catch((error) => {
+      giveBackSession();
+      throw error;
+    });
     let opens: Answer[];
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
       opens = await Promise.all(
@@ -333,7 +321,7 @@ export class Sessions {
     const { allowance, settings, budget = { sessions: settings.sessionBudget, needed: 0 } } = this.options;
     if (allowance && allowance.left <= 0) throw new BudgetSpent(`its share of the session budget (${budget.sessions}) is spent`);
     if (!this.options.api.coordination) throw new RunError("sessions take the run's budget with its other workers: their client needs the run's coordination");
-    const ticket = this.options.api.coordination.takeSession(budget.sessions);
+    const ticket = this.options.api.coordination.takeSession(budget.sessions, settings.budgetFolder);
     if (ticket) {
       if (allowance) allowance.left -= 1;
       return () => (giveBack(ticket), allowance && (allowance.left += 1));
@@ -345,17 +333,17 @@ export class Sessions {
 
   private async provisionNow({ gapMs = 0, quiet = false, as: owner = this.owner }: ProvisionOptions = {}): Promise<Session> {
     const giveBackSession = this.takeFromBudget();
-    const opened = { yes: false };
+    const tried: { sent?: boolean; status?: number } = {};
     try {
-      return await this.provisionTaken({ gapMs, quiet, as: owner }, opened);
+      return await this.provisionTaken({ gapMs, quiet, as: owner }, tried);
     } catch (error) {
-      // Nothing opened (a refused or failed interact): a later test may have the session.
-      if (!opened.yes) giveBackSession();
+      // Nothing opened (no interact sent, or one answered other than 200): a later test may have the session.
+      if (!tried.sent || (tried.status !== undefined && tried.status !== 200)) giveBackSession();
       throw error;
     }
   }
 
-  private async provisionTaken({ gapMs = 0, quiet = false, as: owner = this.owner }: ProvisionOptions, opened: { yes: boolean }): Promise<Session> {
+  private async provisionTaken({ gapMs = 0, quiet = false, as: owner = this.owner }: ProvisionOptions, tried: { sent?: boolean; status?: number }): Promise<Session> {
     const { api } = this.options;
     const { jobId, scrape } = await this.scrape(true, quiet, owner);
     if (gapMs > 0) await sleep(gapMs, undefined, { signal: this.options.signal });
@@ -364,17 +352,19 @@ export class Sessions {
     // A job the target writes after answering its scrape (the hosted service does) may not be found at once: 404 is tried again, PROVISIONING_RACE_MS at most.
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
       opening = openingOf(this.options, owner, jobId, true);
+      tried.sent = true;
       interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true, provisions: true }).catch((error) => {
         opening.ended();
         throw error;
       });
+      tried.status = interact.status;
       opening.ended(interact.status);
       if (interact.status !== 404 || performance.now() + wait > until) break;
       countProvisioningRetry();
       await sleep(wait, undefined, { signal: this.options.signal });
     }
     if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening.cap!));
-    if (interact.status === 200) (countSession(), (opened.yes = true));
+    if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
     return { jobId, scrape, created: interact, owner };

@@ -181,7 +181,9 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
   if (failure) {
     // Other histories ran beside it: run the pattern once more alone, so that the report says whether it breaks on its own.
     const requests = requestsOf(failure.pattern) + 2;
-    const alone = await runPattern(failure.pattern, failure.index, new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer), { left: 1 });
+    const aloneBudget = new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer);
+    const alone = await runPattern(failure.pattern, failure.index, aloneBudget, { left: 1 });
+    const apart = aloneBudget.outOfSessions ? 'it could not be run alone, the session budget being spent' : 'run alone from a fresh session, it passed';
     const shown = alone.message ? alone : failure;
     exploration.failure = shown.message;
     // The history run alone has a part of the trace of its own; one run beside others shares it with them.
@@ -190,7 +192,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     exploration.counterexample = [
       alone.message
         ? `A history of ${alone.history.length} steps breaks the model (systematic phase, pattern ${failure.pattern.join(', ')}, run alone; every run tries it):`
-        : `A history of ${failure.history.length} steps breaks the model while other histories of the team run beside it (systematic phase, pattern ${failure.pattern.join(', ')}); run alone, it passed:`,
+        : `A history of ${failure.history.length} steps breaks the model beside other histories of the team, after the patterns before it in its session's life (systematic phase, pattern ${failure.pattern.join(', ')}); ${apart}:`,
       ...shown.history.lines,
       `Found after ${state.histories} histories; ${budget.spent} requests to stop and interact in all.`,
     ].join('\n');

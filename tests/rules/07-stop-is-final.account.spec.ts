@@ -68,7 +68,7 @@ test(
     );
     await testInfo.attach('account', { body: JSON.stringify({ opening: opening.remaining, readings: closing.readings, ...spending }, null, 2), contentType: 'application/json' });
     let verdict = judgeAccount(opening.remaining, { remaining: closing.readings.at(-1)!.remaining, still: closing.still }, spending, settings.accountSettleMs);
-    if (verdict.outcome === 'not verifiable' && spending.scrapes.unpriced && closing.still) {
+    if (verdict.outcome === 'not verifiable' && spending.scrapes.unpriced && closing.still && opening.remaining - closing.readings.at(-1)!.remaining > expected) {
       // The scrapes' answers gave no price: one scrape alone tells it, then the run is judged at that price.
       testInfo.setTimeout(testInfo.timeout + 3 * settings.accountSettleMs + 4 * settings.requestTimeoutMs);
       const price = await test.step('one scrape alone: its price, as the account shows it', () => measureScrapePrice(api, identities.owner, () => sessions.jobWithoutSession(), settings));
@@ -88,13 +88,14 @@ test(
       testInfo.annotations.push({ type: 'note', description: confirmed.note });
       verdict = confirmed.verdict;
     }
-    if (verdict.outcome === 'not verifiable' && closing.still && opening.remaining - closing.readings.at(-1)!.remaining > expected) {
-      // More than the run explains: one session alone tells a target that charges other than it reports from another use of the team.
-      testInfo.setTimeout(testInfo.timeout + 2 * settings.accountSettleMs + 4 * settings.requestTimeoutMs);
+    if (verdict.outcome === 'not verifiable' && closing.still) {
+      // More or less than the run explains: one session alone, refused as the run's sessions were, tells a target that charges other than it reports from another use of the team.
+      testInfo.setTimeout(testInfo.timeout + 2 * settings.accountSettleMs + 6 * settings.requestTimeoutMs);
       const probeStart = requestTrace.steps.length;
-      const probed = await test.step('one session alone: the account must move by exactly what its scrape and its stop report', () =>
+      const probed = await test.step('one session alone, refused by another team and without a key before its owner stops it: the account must move by exactly what its scrape and its stop report', () =>
         probeAccount(api, identities.owner, async () => {
           const session = await sessions.provision();
+          for (const who of ['foreign', 'noKey'] as const) await api.stop(session.jobId, identities[who]);
           return { scrape: session.scrape, stop: () => api.stop(session.jobId, identities.owner) };
         }, settings),
       );

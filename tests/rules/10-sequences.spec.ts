@@ -35,6 +35,7 @@ test(
     const openSessions = (own = allowance) => new Sessions({ api: paced, identities, settings, ledger, testId, signal: api.signal, allowance: own, budget: { sessions: budget, needed } });
     const options = { api: paced, openSessions, identities, settings, pacer, tracePosition: () => requestTrace.steps.length };
     const explored: Exploration[] = [];
+    if (share < 2) notVerifiable(`the session budget (${budget}) leaves the sequences rule ${share} session(s) after the rules' own tests (${needed}): SESSION_BUDGET=${needed + 12} lets it search`);
     const systematic = await test.step(`run every short pattern of steps over one session (at most ${Math.round(SYSTEMATIC_SHARE * settings.sequenceSeconds)} s)`, () =>
       searchSystematically({ ...options, requests: requests * SYSTEMATIC_SHARE, until: started + SYSTEMATIC_SHARE * (until - started) }),
     );
