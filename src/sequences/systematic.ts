@@ -130,7 +130,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     const patterns = patternsOfDepth(depth);
     let next = 0;
     /**
-     * Patterns one after the other through one session's life, while it stays live: a session a
+     * Patterns one after the other through one session's life, while it was never stopped: a session a
      * pattern left running is as good a start as a fresh one, and the budget's sessions go further.
      */
     const runChain = async () => {
@@ -141,7 +141,9 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
         const model: Model = { sessions: [], capacity: 1 };
         budget.spend(1);
         await provisionInto(model, real);
-        while (!failure && next < patterns.length && model.sessions[0].live && budget.affords(requestsOf(patterns[next]) + 1)) {
+        // Only a session never stopped goes on to the next pattern: it is as good a start as a fresh one.
+        const began = model.sessions[0].began;
+        while (!failure && next < patterns.length && model.sessions[0].live && model.sessions[0].began === began && budget.affords(requestsOf(patterns[next]) + 1)) {
           const one = { pattern: patterns[next], index: next++, steps: 0 };
           ran.push(one);
           let keyless = one.index;
@@ -162,7 +164,9 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
         }
       }
       const last = ran.at(-1);
-      if (failed && last && !failure) failure = { history, message: failed.message, pattern: last.pattern, index: last.index, reproduction: failed.reproduction };
+      // A failure at the first step of a pattern was set up by the one before it in the session's life: that one is run alone.
+      const culprit = last && last.steps === 0 && ran.length > 1 ? ran.at(-2)! : last;
+      if (failed && culprit && !failure) failure = { history, message: failed.message, pattern: culprit.pattern, index: culprit.index, reproduction: failed.reproduction };
     };
     const lane = async (number: number) => {
       while (!failure && next < patterns.length && budget.affords(requestsOf(patterns[next]) + 2)) {
