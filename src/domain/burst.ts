@@ -57,8 +57,12 @@ export async function sendBurst({ api, team, others, candidates, concurrency, pl
   };
   const started = performance.now();
   let next = 0;
-  const stopNext = async (candidate: Session) => {
-    stops.push({ session: candidate, answer: await api.stop(candidate.jobId, team, { on429: 'once', pooled: true }) });
+  let tried = 0;
+  const stopNext = async () => {
+    const candidate = candidates[tried++];
+    // A stop lost on its way (a reset among hundreds of connections) proves nothing: the next candidate takes its place.
+    const answer = await api.stop(candidate.jobId, team, { on429: 'once', pooled: true }).catch(() => undefined);
+    if (answer) stops.push({ session: candidate, answer });
     pending = undefined;
   };
   // Until the limiter has throttled an owner's stop (or every candidate got through), an answer
@@ -67,12 +71,12 @@ export async function sendBurst({ api, team, others, candidates, concurrency, pl
     next >= settings.burstRequests ||
     performance.now() - started >= settings.burstSeconds * 1000 ||
     answers.some((answer) => answer.status !== 404 && answer.status !== 429) ||
-    (!pending && (stops.some((stop) => stop.answer.status === 429) || stops.length === candidates.length));
+    (!pending && (stops.some((stop) => stop.answer.status === 429) || tried === candidates.length));
   const lane = async () => {
     while (!done()) {
       next += 1;
       // The first stop of its own goes right behind the first wave: a limit below the wave throttles it whatever the client's speed.
-      if (next === Math.min(concurrency, settings.burstRequests) && !stops.length && !pending) pending = stopNext(candidates[0]);
+      if (next === Math.min(concurrency, settings.burstRequests) && !tried && !pending) pending = stopNext();
       // A stop of no job that failed on its way changes nothing: it is counted, and a few of them end nothing.
       const answer = await api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true }).catch((error: unknown) => {
         if (++lost > Math.max(5, next / 20)) throw error;
@@ -82,11 +86,11 @@ export async function sendBurst({ api, team, others, candidates, concurrency, pl
       answers.push(answer);
       if (answer.status === 429) for (const [as, pair] of pairs) if (!pair.answer && !pair.pending && pair.tries < Math.min(3, pair.room)) probe(as, pair);
       const throttled = stops.some((stop) => stop.answer.status === 429);
-      if (answer.status === 429 && !pending && !throttled && stops.length < candidates.length) pending = stopNext(candidates[stops.length]);
+      if (answer.status === 429 && !pending && !throttled && tried < candidates.length) pending = stopNext();
       // A planned burst ends its lane at a 429 once a stop of its own was throttled (or none is left): more refusals prove nothing more.
       if (planned && answer.status === 429) {
         await pending;
-        if (stops.some((stop) => stop.answer.status === 429) || stops.length === candidates.length) break;
+        if (stops.some((stop) => stop.answer.status === 429) || tried === candidates.length) break;
       }
     }
   };
