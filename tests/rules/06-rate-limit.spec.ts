@@ -53,8 +53,8 @@ test(
         api.quietly(async () => {
           // The other teams' plans have room (a stop of no job each answers, not 429): during the refusals they must still be served.
           const before = await Promise.all(otherTeams(identities, team).map(async (as) => ({ as, answer: await api.stop(randomUUID(), as, { on429: 'once' }) })));
-          // A team whose rate is not known has shown room for one request: one pair at most.
-          const roomy = before.filter(({ answer }) => answer.status !== 429).map(({ as }) => ({ as, room: coordination.schedule(as.team ?? as.name, 'interact').room() ?? 1 }));
+          // A team whose rate is not known has shown room for one request, and a pair both admitted begins a window: two pairs at most.
+          const roomy = before.filter(({ answer }) => answer.status !== 429).map(({ as }) => ({ as, room: coordination.schedule(as.team ?? as.name, 'interact').room() ?? 2 }));
           const burst = await sendBurst({ api, team, others: roomy.filter(({ room }) => room > 0), candidates, concurrency, planned: room !== undefined, settings });
           // A limit shared with the burst team (per client address, say) drained the owner's too: the run waits for its recovery.
           if (burst.others.some(({ as, answer }) => as === identities.owner && answer.status === 429)) recovered = await recover();
