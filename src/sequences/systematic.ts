@@ -186,7 +186,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     // Other histories ran beside it: run the pattern once more alone, so that the report says whether it breaks on its own.
     const requests = requestsOf(failure.pattern) + 2;
     const aloneBudget = new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer);
-    const alone = await runPattern(failure.pattern, failure.index, aloneBudget, { left: 1 });
+    const alone = await runPattern(failure.pattern, failure.index, aloneBudget, { left: 2 });
     const apart = aloneBudget.outOfSessions ? 'it could not be run alone, the session budget being spent' : 'run alone from a fresh session, it passed';
     const shown = alone.message ? alone : failure;
     exploration.failure = shown.message;

@@ -29,13 +29,13 @@ test(
     const paced = pacer.client(api);
     // Its share of the session budget, what the rules' own tests leave: the search ends when it is spent.
     const { sequences: share, budget, needed } = predict(settings);
-    // One session is kept to run a failing pattern again alone.
-    const allowance = { left: Math.max(0, share - 1) };
+    // Two sessions are kept to run a failing pattern again alone (an interact after its stop may open a second).
+    const allowance = { left: Math.max(0, share - 2) };
     const requests = Math.min(settings.sequenceBudget, share * SEQUENCE_REQUESTS_PER_SESSION);
     const openSessions = (own = allowance) => new Sessions({ api: paced, identities, settings, ledger, testId, signal: api.signal, allowance: own, budget: { sessions: budget, needed } });
     const options = { api: paced, openSessions, identities, settings, pacer, tracePosition: () => requestTrace.steps.length };
     const explored: Exploration[] = [];
-    if (share < 2) notVerifiable(`the session budget (${budget}) leaves the sequences rule ${share} session(s) after the rules' own tests (${needed}): SESSION_BUDGET=${needed + 12} lets it search`);
+    if (share < 3) notVerifiable(`the session budget (${budget}) leaves the sequences rule ${share} session(s) after the rules' own tests (${needed}): SESSION_BUDGET=${needed + 12} lets it search`);
     const systematic = await test.step(`run every short pattern of steps over one session (at most ${Math.round(SYSTEMATIC_SHARE * settings.sequenceSeconds)} s)`, () =>
       searchSystematically({ ...options, requests: requests * SYSTEMATIC_SHARE, until: started + SYSTEMATIC_SHARE * (until - started) }),
     );
@@ -56,7 +56,7 @@ test(
     const steps = explored.reduce((sum, exploration) => sum + exploration.steps, 0);
     const searched =
       `${histories} histories, ${steps} steps, ${explored.reduce((sum, exploration) => sum + exploration.requests, 0)} requests to stop and interact in ${((performance.now() - started) / 1000).toFixed(1)} s` +
-      ` (${waitsOf(pacer)}), ${Math.max(0, share - 1) - allowance.left} of its ${Math.max(0, share - 1)} session(s); systematic phase: ${systematic.covered}`;
+      ` (${waitsOf(pacer)}), ${Math.max(0, share - 2) - allowance.left} of its ${Math.max(0, share - 2)} session(s); systematic phase: ${systematic.covered}`;
     testInfo.annotations.push({ type: 'note', description: `searched ${searched}` });
     const failed = explored.find((exploration) => exploration.failure);
     // The shrunk history is in the failure's message too, shown whole under the test's line.
