@@ -328,9 +328,10 @@ export const faultyVariants: Variant[] = [
   {
     name: 'limiter-per-address',
     breaks: 'rate-limit',
-    description: "limits per client address instead of per team, one window of 50 a second for every route: a team's burst gets the other teams refused",
+    description: "limits per client address instead of per team, one window of 100 in 3 s for every route: a team's burst gets the other teams refused",
     options: behaviour((_base, state) => {
-      const take = createRateLimiter({ limit: 50, windowMs: 1000 }, state.clock);
+      // A window of seconds: a busy runner's burst meets the refusal well inside it.
+      const take = createRateLimiter({ limit: 100, windowMs: 3000 }, state.clock);
       return { limit: () => take('addr:every-route') };
     }),
   },
