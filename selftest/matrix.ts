@@ -129,11 +129,17 @@ type MatrixOptions = { full?: boolean; rules?: RuleId[]; severalSeeds?: boolean;
 
 /**
  * The matrix; a variant whose burst the busy runner kept too slow to tell a limit from none (an
- * error of the run, by the suite's own verdict) runs once more, alone, once the rest has ended.
+ * error of the run, by the suite's own verdict), or whose refusals met no stop of its own, runs once
+ * more, alone, once the rest has ended.
  */
 export async function runMatrix(variants: Variant[], options: MatrixOptions = {}): Promise<MatrixRun> {
   const run = await runMatrixOnce(variants, options);
-  const tooSlow = run.results.filter((r) => r.verdict === 'RUN ERROR' && r.tests.some((t) => t.outcome === 'error' && /below BURST_PROOF_RATE/.test(t.note ?? '')));
+  // A burst too slow to tell a limit from none, or whose refusals never met a stop of its own (so its pairs with the other teams may not have either).
+  const tooSlow = run.results.filter(
+    (r) =>
+      (r.verdict === 'RUN ERROR' && r.tests.some((t) => t.outcome === 'error' && /below BURST_PROOF_RATE/.test(t.note ?? ''))) ||
+      (r.verdict === 'MISSED' && r.variant.breaks === 'rate-limit' && r.tests.some((t) => t.outcome === 'not verifiable' && /stops during the burst was throttled/.test(t.note ?? ''))),
+  );
   if (!tooSlow.length) return run;
   const again = await runMatrixOnce(tooSlow.map((r) => r.variant), options);
   const rerun = new Map(again.results.map((r) => [r.variant.name, { ...r, rerun: true }]));
