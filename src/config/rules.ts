@@ -172,11 +172,12 @@ export const OPENS: Partial<Record<TestId, { sessions: number; jobs?: number }>>
   'authentication/token-scheme': { sessions: 1 },
   'authentication/lower-case-bearer': { sessions: 1 },
   'authentication/reveals-nothing': { sessions: 1, jobs: 1 },
-  // Two live sessions go into the burst; an interact on a stopped session may open another.
+  // Two live sessions go into the burst: the second is its spare, should the first stop get through.
   'rate-limit/burst': { sessions: 2 },
   'stop-is-final/second-stop': { sessions: 1 },
   'stop-is-final/simultaneous-stops': { sessions: 1 },
   'stop-is-final/final-for-everyone': { sessions: 1 },
+  // An interact on the stopped session may open a second.
   'stop-is-final/interact-after-stop': { sessions: 2 },
   // The session the opens leave; under a known cap one more shows they left the team's slots free (budget.ts counts it where the cap is stated).
   'stop-is-final/simultaneous-opens': { sessions: 1 },

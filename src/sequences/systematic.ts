@@ -73,7 +73,7 @@ function patternsOfDepth(depth: number): Kind[][] {
   return [...heads, ...sorted.filter((pattern) => !heads.includes(pattern))];
 }
 
-/** Sessions the systematic phase needs for every 3-step pattern: one each. */
+/** Sessions the systematic phase needs for every 3-step pattern, at most: one each (a chain through a session never stopped takes fewer). */
 export const SESSIONS_FOR_EVERY_THREE_STEP_PATTERN = KIND_NAMES.length ** 3;
 
 /** Requests to stop and interact the systematic phase needs for every 3-step pattern (each from a fresh session, with its final stop). */
