@@ -121,7 +121,7 @@ test('a cancelled client ends its request and its back-off wait at once', async 
   }
 });
 
-test('a pooled request whose kept-alive connection is reset before any answer is sent once more on a new one, and only then', async () => {
+test('a pooled request whose kept-alive connection is reset before any answer is sent once more on a connection of its own, and only then', async () => {
   // The second request on each connection is dropped unanswered, as a server closing an idle kept-alive socket does.
   const served = new WeakMap<object, number>();
   let received = 0;
@@ -138,6 +138,10 @@ test('a pooled request whose kept-alive connection is reset before any answer is
     assert.equal((await send(true)).status, 404);
     assert.equal((await send(true)).status, 404, 'the reset reused connection is retried on a new one');
     assert.equal(received, 3);
+    // Two idle connections in the pool, both closed by the server: the one retry must not take the other.
+    await Promise.all([send(true), send(true)]);
+    assert.equal((await send(true)).status, 404, 'retried on a connection of its own, not on another idle one of the pool');
+    assert.equal(received, 7);
     // Each unpooled request has a connection of its own: a reset there is not the keep-alive race, and fails.
     const fresh = await serve((req) => req.socket.destroy());
     const unpooled = createClient({ target: { baseURL: fresh.url, embedded: true }, settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 0 } });

@@ -197,7 +197,9 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       const results = readdirSync(path.join(run.reports, 'allure-results')).filter((f) => f.endsWith('-result.json')).map((f) => JSON.parse(readFileSync(path.join(run.reports, 'allure-results', f), 'utf8')));
       const isBurst = (r: any) => r.labels.some((l: any) => l.name === 'testId' && l.value === 'rate-limit/burst');
       const own = results.find(isBurst);
-      assert.ok(results.some((r) => !isBurst(r) && r.start < own.stop && r.stop > own.start), 'another test ran while the burst did');
+      // Beside, not after: without a third team the burst waits for every other test to end (a busy machine may delay either side's start).
+      const othersEnd = Math.max(...results.filter((r) => !isBurst(r)).map((r) => r.stop));
+      assert.ok(own.start < othersEnd, `the burst started ${own.start - othersEnd} ms after the other tests had ended`);
       const ledger = readFileSync(path.join(run.reports, 'ledger.jsonl'), 'utf8');
       assert.equal(ledger.match(/"event":"created"[^\n]*"identity":"burst team"/g)?.length, 2, "the burst's two sessions are the burst team's");
       assert.equal(server.activeSessions().length, 0);
@@ -286,12 +288,13 @@ describe('the command, end to end', { concurrency: 3 }, () => {
   });
 
   test('a target that caps each team\'s live sessions passes: the run learns the cap, its tests take turns under it, and the summary says so', async () => {
-    // Every rule under a cap of 2: a busy runner starts workers seconds apart, and fewer rules need not hold three sessions at once.
-    for (const [cap, args] of [[2, []], [1, ['--rule', 'rate-limit', '--rule', 'sequences', '--rule', 'owner-stop']]] as const) {
+    // The rules whose tests hold sessions longest and most at once, under a cap of 2 (a busy runner starts workers seconds apart: fewer rules need not meet the cap); the matrix runs every rule under caps of 1, 2 and 4.
+    const holding = ['billing', 'foreign-team', 'authentication', 'stop-is-final', 'unknown-job'].flatMap((rule) => ['--rule', rule]);
+    for (const [cap, args] of [[2, holding], [1, ['--rule', 'rate-limit', '--rule', 'sequences', '--rule', 'owner-stop']]] as const) {
       const { server, env } = await external(capsSessions(cap, false).behaviour);
       try {
         const run = await conformance([...args], { ...env, BURST_API_KEY: SECRETS[2] });
-        assert.equal(run.code, args.length ? 3 : 0, run.log.slice(-3000));
+        assert.equal(run.code, 3, run.log.slice(-3000));
         // Passes: nothing fails and nothing errs (under a cap of 1, a burst team's lone stop may go unthrottled: not verifiable).
         assert.deepEqual(notPassing(run.summary!).filter((t) => t.outcome === 'fail' || t.outcome === 'error'), []);
         assert.equal(run.summary!.sessionCap?.cap, cap, 'the cap the run met');

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { schemas, SCHEMA_DIR } from '../src/checks/schemas';
+import { schemas } from '../src/checks/schemas';
+
+const SCHEMA_DIR = path.join(__dirname, '..', 'schemas');
 
 test('schemas/openapi.yaml is valid OpenAPI 3.1 and its external refs are the schemas the tests use', async () => {
   const { Validator } = await import('@seriousme/openapi-schema-validator');

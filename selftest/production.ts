@@ -23,7 +23,8 @@ export const JOB_CAP = 3;
 const SCRAPE_MS = 30;
 /** Stops this close together are served at once: both carry the one settlement. */
 const AT_ONCE_MS = 50;
-const AT_ONCE_FAULTY_MS = 500;
+// The faulty variants serve stops 2 s apart as at once: a busy runner may space the suite's two by hundreds of ms, and their fault must still happen.
+const AT_ONCE_FAULTY_MS = 2000;
 
 interface Faults {
   /** Every later stop settles the session again, with its own duration and charge. */
@@ -99,7 +100,6 @@ export function today(faults: Faults = {}, jobCap = JOB_CAP): ReferenceOptions {
           }
           const prior = settled.get(jobId)!;
           if (faults.settleAgain) return { status: 200, body: settle(jobId, team.id, ended.startedAt) };
-          // The faulty variant's window is wider: on a busy runner the suite's two stops may arrive 50 ms apart, and its fault must still happen.
           const atOnce = state.clock() - prior.at < (faults.bothAtOnceCharged ? AT_ONCE_FAULTY_MS : AT_ONCE_MS);
           if (faults.chargeAgain || (atOnce && faults.bothAtOnceCharged)) state.charges.push({ jobId, teamId: team.id, durationMs: Number(prior.body.sessionDurationMs), credits: Number(prior.body.creditsBilled), at: state.clock() });
           if (atOnce) return { status: 200, body: prior.body };

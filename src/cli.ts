@@ -297,7 +297,8 @@ function runPlaywright(args: string[], settings: Settings): Promise<string | und
       // fd 3: a pipe that closes when this process ends, however it ends; the run then winds down (global-setup.ts).
       stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
       detached: true,
-      env: { ...process.env, [COMMAND_PIPE_VARIABLE]: '3', NODE_OPTIONS: withCodeCache(process.env.NODE_OPTIONS) },
+      // A worker Playwright starts as the run stops may never get its stop (Playwright 1.65 sends it before the fork): killed after 15 s without a heartbeat, not 300.
+      env: { PWTEST_CHILD_PROCESS_TIMEOUT: '15000', ...process.env, [COMMAND_PIPE_VARIABLE]: '3', NODE_OPTIONS: withCodeCache(process.env.NODE_OPTIONS) },
     });
     let signalled: string | undefined;
     const forward = (signal: NodeJS.Signals) => {

@@ -1,9 +1,14 @@
-/** The JSON Schemas under schemas/, compiled once (`expect(body).toMatchSchema(name)` is in expect.ts). */
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+/**
+ * The JSON Schemas of schemas/, for the run and, bundled inside it, for a reproduction (which has no
+ * kit beside it to read them from). `expect(body).toMatchSchema(name)` is in expect.ts.
+ */
 import type Ajv2020 from 'ajv/dist/2020';
+import error from '../../schemas/error.json';
+import interactResult from '../../schemas/interact-result.json';
+import scrapeResult from '../../schemas/scrape-result.json';
+import stopResult from '../../schemas/stop-result.json';
 
-export const SCHEMA_DIR = path.join(__dirname, '..', '..', 'schemas');
+export type SchemaName = 'stop-result' | 'error' | 'scrape-result' | 'interact-result';
 
 let loaded: Ajv2020 | undefined;
 
@@ -20,17 +25,13 @@ export function schemas(): Ajv2020 {
   // The schemas are checked against the JSON Schema meta-schema by the kit's own tests (selftest/openapi.test.ts), not in every worker.
   loaded = new Ajv({ allErrors: true, strict: true, validateSchema: false });
   addFormats(loaded);
-  for (const file of readdirSync(SCHEMA_DIR).filter((name) => name.endsWith('.json'))) {
-    loaded.addSchema(JSON.parse(readFileSync(path.join(SCHEMA_DIR, file), 'utf8')));
-  }
+  for (const schema of [error, interactResult, scrapeResult, stopResult]) loaded.addSchema(schema);
   return loaded;
 }
-
-export type SchemaName = 'stop-result' | 'error' | 'scrape-result' | 'interact-result';
 
 export function schemaErrors(body: unknown, name: SchemaName): string[] {
   const validate = schemas().getSchema(`${name}.json`);
   if (!validate) throw new Error(`No schema named ${name} in schemas/`);
   if (validate(body)) return [];
-  return (validate.errors ?? []).map((error) => `${error.instancePath || '(root)'} ${error.message}${error.params && 'allowedValue' in error.params ? ` (${JSON.stringify(error.params.allowedValue)})` : ''}`);
+  return (validate.errors ?? []).map((problem) => `${problem.instancePath || '(root)'} ${problem.message}${problem.params && 'allowedValue' in problem.params ? ` (${JSON.stringify(problem.params.allowedValue)})` : ''}`);
 }

@@ -279,11 +279,12 @@ const TIMED_OUT = /no complete answer within \d+ ms/;
 async function sendOnce({ target, settings, endsRunOnHang, coordination }: ClientOptions, signal: AbortSignal, { method, path, as, data, pooled }: SendOptions, attempts: number, agent?: http.Agent): Promise<Answer> {
   const headers: Record<string, string> = as.authorization === undefined ? {} : { authorization: as.authorization };
   let raw: RawAnswer;
-  const send = () => exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent });
+  const send = (on?: http.Agent) => exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent: on });
   try {
-    // Sent again once when the kept-alive connection it reused was reset before any answer (Node's documented race); never a POST, which may have been received.
+    // Sent again once, on a connection of its own, when the kept-alive one it reused was reset before any answer (Node's documented race:
+    // after a stall the target may have closed every idle connection of the pool); never a POST, which may have been received.
     const resend = (error: unknown) => method !== 'POST' && (error as { reusedSocket?: boolean }).reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET';
-    raw = await send().catch((error) => (resend(error) ? send() : Promise.reject(error)));
+    raw = await send(agent).catch((error) => (resend(error) ? send() : Promise.reject(error)));
   } catch (error) {
     const reason = error instanceof RunError ? error.message : (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     const failure = new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);

@@ -4,7 +4,7 @@
  * the same verdicts). A failed matcher throws with the check's message, what it expected and what it got.
  */
 import { redact } from '../http/redact';
-import { schemaErrors } from './schemas';
+import { schemaErrors, type SchemaName } from '../checks/schemas';
 
 const shown = (value: unknown) => (typeof value === 'string' ? JSON.stringify(value) : value instanceof RegExp ? String(value) : JSON.stringify(value) ?? String(value));
 const isNumber = (value: unknown): value is number => typeof value === 'number';
@@ -34,7 +34,7 @@ function matchers(actual: any, message: string | undefined, negated: boolean) {
     toBeOneOf: (expected: readonly unknown[]) => judge(expected.some((item) => Object.is(item, actual)), 'toBeOneOf', expected),
     toContain: (expected: unknown) => judge(Array.isArray(actual) ? actual.some((item) => Object.is(item, expected)) : typeof actual === 'string' && typeof expected === 'string' && actual.includes(expected), 'toContain', expected),
     toMatch: (expected: RegExp | string) => judge(typeof actual === 'string' && (typeof expected === 'string' ? actual.includes(expected) : expected.test(actual)), 'toMatch', expected),
-    toMatchSchema: (name: string) => {
+    toMatchSchema: (name: SchemaName) => {
       const errors = schemaErrors(actual, name);
       judge(errors.length === 0, 'toMatchSchema', `schemas/${name}.json`, errors.map((error) => `  ${error}`).join('\n'));
     },
