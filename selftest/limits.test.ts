@@ -77,7 +77,8 @@ test('a stop waiting for a place goes before requests that asked earlier', async
   const schedule = fresh();
   const now = Date.now();
   schedule.answered(schedule.sent(now), false);
-  schedule.learn(now, { kind: 'rate', windowMs: 300, consumed: 2, remaining: 0 });
+  // A window of 1.5 s: both must be waiting before it opens, on a busy machine too.
+  schedule.learn(now, { kind: 'rate', windowMs: 1500, consumed: 2, remaining: 0 });
   assert.equal(schedule.rate()?.limit, 1);
   const order: string[] = [];
   const other = schedule.admit(false, now - 1000, signal).then(() => order.push('other'));

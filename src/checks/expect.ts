@@ -5,9 +5,8 @@
 import { expect as baseExpect } from '@playwright/test';
 import { redact } from '../http/redact';
 import { schemaErrors, type SchemaName } from './schemas';
+import { oneOf } from './words';
 
-/** A set of allowed values as a reader writes it: [200, 404]. */
-export const oneOf = (values: readonly unknown[]) => `[${values.map((value) => JSON.stringify(value)).join(', ')}]`;
 
 const playwrightExpect = baseExpect.extend({
   // The value judged is the one received, the allowed set the one expected (toContain reads the other way round).

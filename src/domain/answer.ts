@@ -41,6 +41,9 @@ export const JOB_OF_PATH = /^\/v2\/scrape\/([^/]+)\/interact$/;
 /** The session's resource: POST creates or uses it, DELETE stops it. */
 export const interactPath = (jobId: string) => `/v2/scrape/${jobId}/interact`;
 
+/** How long a provisioning interact answered 404 just after its scrape is tried again (100 ms, then twice as long each time): by the run and by a reproduction. */
+export const PROVISIONING_RACE_MS = 5_000;
+
 /** One line naming an answer and the start of its body, for assertion messages. */
 export function summary(answer: Answer): string {
   return `${answer.method} ${answer.path} answered ${answer.status}: ${answer.text.replace(/\s+/g, ' ').slice(0, 300)}`;

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { interactPath, summary, type Answer, type Client } from './client';
+import { PROVISIONING_RACE_MS } from './answer';
 import { openAccount } from './account';
 import { countProvisioningRetry, countSession } from '../coordination/cost';
 import type { SessionSlots } from '../coordination/session-slots';
@@ -41,8 +42,6 @@ export interface ProvisionOptions {
   reserved?: boolean;
 }
 
-/** How long a provisioning interact answered 404 just after its scrape is tried again (100 ms, then twice as long each time). */
-export const PROVISIONING_RACE_MS = 5_000;
 
 /** What the sessions' code runs: cheap, and billed at the code rate (a prompt bills more). */
 export const INTERACT_BODY = { code: 'console.log("conformance session")', language: 'node' };

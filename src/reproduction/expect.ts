@@ -5,10 +5,10 @@
  */
 import { redact } from '../http/redact';
 import { schemaErrors, type SchemaName } from '../checks/schemas';
+import { oneOf } from '../checks/words';
 
 const shown = (value: unknown) => (typeof value === 'string' ? JSON.stringify(value) : value instanceof RegExp ? String(value) : JSON.stringify(value) ?? String(value));
 const isNumber = (value: unknown): value is number => typeof value === 'number';
-const oneOf = (values: unknown[]) => `[${values.map((value) => JSON.stringify(value)).join(', ')}]`;
 
 function equal(a: unknown, b: unknown): boolean {
   if (Object.is(a, b)) return true;

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { exchange } from '../http/exchange';
 import { retryDelayMs } from '../http/limits';
 import { redact, registerSecret } from '../http/redact';
-import { answerOf, interactPath, JOB_OF_PATH, type Answer } from '../domain/answer';
+import { answerOf, interactPath, JOB_OF_PATH, PROVISIONING_RACE_MS, type Answer } from '../domain/answer';
 import { callersFor, nearMissesOf, type Identity } from '../domain/callers';
 import { runCheck, type CheckCall } from '../domain/named-checks';
 import type { Plan } from './plan';
@@ -21,7 +21,6 @@ import { answerRefs, type Serialized, type TraceStep } from './trace';
 
 class CouldNotTell extends Error {}
 
-const PROVISIONING_RACE_MS = 5_000;
 /**
  * How many times a short plan, or one that sends requests at once (not a burst), is tried before
  * the fault is said not to show: a race, or a clock that counts whole seconds, does not show it
