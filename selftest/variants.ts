@@ -470,6 +470,21 @@ export const faultyVariants: Variant[] = [
     })),
   },
   {
+    name: 'refusal-charges-caller',
+    breaks: 'stop-is-final',
+    // Another team's refusals of live sessions come from rule 3; its own account sees them.
+    rules: ['foreign-team', 'stop-is-final'],
+    description: "charges the team whose stop of another team's session it refuses what that session has cost so far, unreported; the owner's account is untouched",
+    options: behaviour((base, state) => ({
+      stop: (team, jobId) => {
+        const session = state.sessions.get(jobId);
+        const reply = base.stop(team, jobId);
+        if (reply.status === 403 && session) state.charges.push({ jobId, teamId: team.id, durationMs: state.clock() - session.startedAt, credits: base.bill(state.clock() - session.startedAt), at: state.clock() });
+        return reply;
+      },
+    })),
+  },
+  {
     name: 'account-charged-by-started-minute',
     breaks: 'stop-is-final',
     description: 'reports creditsBilled prorated by the second, as it should, but charges the account 2 credits per started minute',

@@ -103,7 +103,7 @@ export const RULES = {
       'interact-after-stop': inferred(['first-stop', 'interact', 'nothing-unannounced']),
       'simultaneous-opens': inferred(['opens', 'stop', 'one-session', 'room-left']),
       'no-leaks': { ...inferred(['nothing-stopped-unasked', 'nothing-left']), runWide: true },
-      account: { ...inferred(['charged-as-settled']), runWide: true },
+      account: { ...inferred(['charged-as-settled', 'refusals-charge-nobody']), runWide: true },
     },
   },
   'malformed-job-id': {

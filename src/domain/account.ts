@@ -40,18 +40,18 @@ const opened = new Map<string, Promise<Opening>>();
  * hold still for a second (charges of an earlier run may still be landing); one that keeps moving
  * is another use of the team.
  */
-export function openAccount(api: Client, owner: Identity, settings: AccountSettings): Promise<Opening> {
-  const key = api.target.baseURL;
+export function openAccount(api: Client, owner: Identity, settings: AccountSettings, name = OPENING): Promise<Opening> {
+  const key = `${api.target.baseURL} ${name}`;
   let opening = opened.get(key);
-  if (!opening) opened.set(key, (opening = takeOpening(api, owner, settings)));
+  if (!opening) opened.set(key, (opening = takeOpening(api, owner, settings, name)));
   return opening;
 }
 
-async function takeOpening(api: Client, owner: Identity, settings: AccountSettings): Promise<Opening> {
+async function takeOpening(api: Client, owner: Identity, settings: AccountSettings, name: string): Promise<Opening> {
   if (!settings.accountCheck) return { unavailable: 'the account check is turned off (ACCOUNT_CHECK=0)' };
   if (!api.coordination) return readStill(api, owner, settings);
   // The others wait for its reading as long as the reading may take.
-  return api.coordination.readOnce(OPENING, () => readStill(api, owner, settings), settings.accountSettleMs + 3 * settings.requestTimeoutMs + 1000, api.signal);
+  return api.coordination.readOnce(name, () => readStill(api, owner, settings), settings.accountSettleMs + 3 * settings.requestTimeoutMs + 1000, api.signal);
 }
 
 async function readStill(api: Client, owner: Identity, settings: AccountSettings): Promise<Opening> {
@@ -68,12 +68,13 @@ async function readStill(api: Client, owner: Identity, settings: AccountSettings
 }
 
 /** The opening some worker of this run wrote, if any. */
-export function readOpening(coordination: Coordination): Opening | undefined {
-  return coordination.readShared<Opening>(OPENING);
+export function readOpening(coordination: Coordination, name = OPENING): Opening | undefined {
+  return coordination.readShared<Opening>(name);
 }
 
-/** Its name among the readings the run's workers share. */
+/** Their names among the readings the run's workers share: the owner team's, and the foreign team's (it refuses the owner's sessions). */
 const OPENING = 'account-opening';
+export const REFUSER_OPENING = 'account-opening-refuser';
 
 export interface Reading {
   /** ms since the first reading. */
@@ -159,6 +160,27 @@ export async function measureScrapePrice(api: Client, owner: Identity, scrape: (
     if (!after.still) return undefined;
     if (closing !== opening || performance.now() >= until) return round(opening - closing);
   }
+}
+
+/**
+ * The refusing team's side: its account must move by its own spending alone (usually nothing). When
+ * it moved otherwise, one owner session that it alone refuses tells a target that charges the caller
+ * of a refused request from another use of that team. The failure, or a note when it cannot tell.
+ */
+export async function judgeRefuser(api: Client, refuser: Identity, opening: number, spending: Spending, refuseOnce: () => Promise<void>, settings: AccountSettings): Promise<{ failure?: string; note?: string }> {
+  const own = round(spending.settlements.reduce((sum, session) => sum + session.settled.reduce((total, one) => total + one.credits, 0), 0) + spending.scrapes.credits);
+  const closing = await settleAccount(api, refuser, opening - own, accountTolerance(spending), settings);
+  const moved = round(opening - closing.readings.at(-1)!.remaining);
+  if (Math.abs(moved - own) <= accountTolerance(spending) || spending.scrapes.unpriced) return {};
+  const during = `the ${refuser.name}'s account moved by ${moved} credit(s) during the run, where its own sessions and scrapes came to ${own}`;
+  const before = await settleAccount(api, refuser, Infinity, 0, settings);
+  if (!before.still) return { note: `${during}, and it kept moving after: another use of the team?` };
+  const still = before.readings.at(-1)!.remaining;
+  await refuseOnce();
+  const after = await settleAccount(api, refuser, still, 0, settings);
+  const charged = round(still - after.readings.at(-1)!.remaining);
+  if (after.still && charged > 0) return { failure: `${during}; one session alone, whose stop it sent and was refused, then charged it ${charged} credit(s) (${still}, then ${after.readings.at(-1)!.remaining}): a refused request charged its caller` };
+  return { note: `${during}; one stop of it refused alone moved nothing: another use of the team` };
 }
 
 /** The spending with its unpriced scrapes at `price` each. */

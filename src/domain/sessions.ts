@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { interactPath, summary, type Answer, type Client } from './client';
 import { PROVISIONING_RACE_MS } from './answer';
-import { openAccount } from './account';
+import { openAccount, REFUSER_OPENING } from './account';
 import { countProvisioningRetry, countSession } from '../coordination/cost';
 import type { SessionSlots } from '../coordination/session-slots';
 import type { Ledger } from './ledger';
@@ -287,8 +287,8 @@ export class Sessions {
   /** A scrape job; it goes in the ledger when a session may follow (`forSession`). */
   private async scrape(forSession: boolean, quiet: boolean, owner: Identity): Promise<{ jobId: string; scrape: Answer }> {
     const { api, ledger, settings, testId } = this.options;
-    // The owner's account is read before the run's first charge: the account check holds it to what the run saw.
-    if (owner === this.owner) await openAccount(api, owner, settings);
+    // The owner's account, and the foreign team's (which refuses the owner's sessions), are read before the run's first charge: the account check holds them to what the run saw.
+    if (owner === this.owner) await Promise.all([openAccount(api, owner, settings), openAccount(api, this.options.identities.foreign, settings, REFUSER_OPENING)]);
     const token = randomUUID();
     const scraping = { target: api.target.baseURL, identity: owner.name, scrape: token };
     let sent = false;

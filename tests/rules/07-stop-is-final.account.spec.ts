@@ -3,7 +3,7 @@
  * team's credit counter must have been charged exactly the settlements and scrapes the run saw.
  */
 import { test, expect } from '../../src/playwright/fixtures';
-import { accountTolerance, CREDIT_USAGE_PATH, judgeAccount, measureScrapePrice, pricedAt, probeAccount, readOpening, settleAccount } from '../../src/domain/account';
+import { accountTolerance, CREDIT_USAGE_PATH, judgeAccount, judgeRefuser, measureScrapePrice, pricedAt, probeAccount, readOpening, REFUSER_OPENING, settleAccount } from '../../src/domain/account';
 import { notVerifiable } from '../../src/checks/checks';
 import { RunError } from '../../src/config/errors';
 import { summary, type Answer } from '../../src/domain/client';
@@ -101,6 +101,21 @@ test(
       );
       // Its reproduction: the probe again.
       if (probed) await check('charged-as-settled', () => expect(probed, `${verdict.message}; and ${probed}`).toBeUndefined(), () => composeAccount([requestTrace.steps.slice(probeStart)], settings.accountSettleMs, true));
+    }
+    // The foreign team refused the owner's sessions all run: a refusal must charge its caller nothing either.
+    const refuser = readOpening(coordination, REFUSER_OPENING);
+    if (refuser && 'remaining' in refuser) {
+      testInfo.setTimeout(testInfo.timeout + 3 * settings.accountSettleMs + 6 * settings.requestTimeoutMs);
+      const probeStart = requestTrace.steps.length;
+      const side = await test.step("the foreign team's account moved by its own spending alone (else one session it refuses, alone)", () =>
+        judgeRefuser(api, identities.foreign, refuser.remaining, ledger.spending(api.target.baseURL, identities.foreign.name), async () => {
+          const session = await sessions.provision();
+          await api.stop(session.jobId, identities.foreign);
+          await api.stop(session.jobId, identities.owner);
+        }, settings),
+      );
+      if (side.note) testInfo.annotations.push({ type: 'note', description: side.note });
+      await check('refusals-charge-nobody', () => expect(side.failure, side.failure).toBeUndefined(), () => (side.failure ? composeAccount([requestTrace.steps.slice(probeStart)], settings.accountSettleMs, true) : undefined));
     }
     if (verdict.outcome === 'not verifiable') notVerifiable(verdict.message);
     testInfo.annotations.push({ type: 'note', description: verdict.message });
