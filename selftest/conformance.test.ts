@@ -90,6 +90,8 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       const undeclared = await conformance(['--rule', 'billing'], env);
       assert.equal(undeclared.code, 1, 'the same deviations fail the run when they are not declared');
       assert.equal(undeclared.statuses.billing, 'fail');
+      // Its whole seconds are named, with how to declare them.
+      assert.match(undeclared.log, /a whole number of seconds within a second of that interval[^\n]*declare it in a known-deviations file \("clock": \{"resolutionMs": 1000\}/);
       // The burst on a third team's plan (40 per 4 s): on the owner's 180 a second, a client slowed by a busy runner cannot tell a limit from none (an error of the run).
       const declared = await conformance([], { ...env, BURST_API_KEY: SECRETS[2], KNOWN_DEVIATIONS: PRODUCTION, SEQUENCE_SEED: '1', SEQUENCE_RUNS: '10', SEQUENCE_BUDGET: '200' }, { allure: true });
       assert.equal(declared.code, 0, declared.log.slice(-3000));

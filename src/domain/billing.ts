@@ -63,7 +63,10 @@ export function durationVerdict(body: JsonBody, interval: Interval, settings: To
   if (duration >= lo && duration <= hi) return undefined;
   const declared = settings.declaredClock;
   const [wideLo, wideHi] = [+(lo - step).toFixed(1), +(hi + step).toFixed(1)];
-  const widened = declared ? `${where}; the target's declared clock counts in steps of ${step} ms, so it may lie one step further, in [${wideLo}, ${wideHi}] ms` : where;
+  // A clock of whole seconds (the hosted service's) is a deviation to declare, not a fault to hide: the message says how.
+  const wholeSeconds = !declared && typeof duration === 'number' && duration % 1000 === 0 && duration > lo - 1000 && duration < hi + 1000;
+  const hint = wholeSeconds ? `; it is a whole number of seconds within a second of that interval, as from a clock that counts whole seconds (the hosted service's does): if this target's is meant to, declare it in a known-deviations file ("clock": {"resolutionMs": 1000}, docs/known-deviations.md)` : '';
+  const widened = declared ? `${where}; the target's declared clock counts in steps of ${step} ms, so it may lie one step further, in [${wideLo}, ${wideHi}] ms` : `${where}${hint}`;
   expect(duration, widened).toBeGreaterThanOrEqual(wideLo);
   expect(duration, widened).toBeLessThanOrEqual(wideHi);
   return { message: `${widened}, and it does`, reason: declared!.reason };
