@@ -43,6 +43,19 @@ export interface Variant {
 type Override = (base: Behaviour, state: ReferenceState) => Partial<Behaviour>;
 
 const behaviour = (override: Override): ReferenceOptions => ({ behaviour: override });
+
+/** Another team's refused stop of a live session charges what it has cost so far, unreported: to the session's team, or to the caller refused. */
+const refusalCharges = (payer: 'owner' | 'caller') =>
+  behaviour((base, state) => ({
+    stop: (team, jobId) => {
+      const session = state.sessions.get(jobId);
+      const reply = base.stop(team, jobId);
+      const durationMs = session ? state.clock() - session.startedAt : 0;
+      if (reply.status === 403 && session) state.charges.push({ jobId, teamId: payer === 'owner' ? session.teamId : team.id, durationMs, credits: base.bill(durationMs), at: state.clock() });
+      return reply;
+    },
+  }));
+
 const withLimit = (rateLimit: ReferenceOptions['rateLimit'], override: Override): ReferenceOptions => ({ rateLimit, behaviour: override });
 
 /** Rewrites the stop operation's replies. */
@@ -460,14 +473,7 @@ export const faultyVariants: Variant[] = [
     // Another team's refusals of live sessions come from rule 3; the account sees them.
     rules: ['foreign-team', 'stop-is-final'],
     description: "charges the owner's account what a session has cost so far whenever another team's stop of it is refused, unreported; the owner's stop then bills the whole session",
-    options: behaviour((base, state) => ({
-      stop: (team, jobId) => {
-        const session = state.sessions.get(jobId);
-        const reply = base.stop(team, jobId);
-        if (reply.status === 403 && session) state.charges.push({ jobId, teamId: session.teamId, durationMs: state.clock() - session.startedAt, credits: base.bill(state.clock() - session.startedAt), at: state.clock() });
-        return reply;
-      },
-    })),
+    options: refusalCharges('owner'),
   },
   {
     name: 'refusal-charges-caller',
@@ -475,14 +481,7 @@ export const faultyVariants: Variant[] = [
     // Another team's refusals of live sessions come from rule 3; its own account sees them.
     rules: ['foreign-team', 'stop-is-final'],
     description: "charges the team whose stop of another team's session it refuses what that session has cost so far, unreported; the owner's account is untouched",
-    options: behaviour((base, state) => ({
-      stop: (team, jobId) => {
-        const session = state.sessions.get(jobId);
-        const reply = base.stop(team, jobId);
-        if (reply.status === 403 && session) state.charges.push({ jobId, teamId: team.id, durationMs: state.clock() - session.startedAt, credits: base.bill(state.clock() - session.startedAt), at: state.clock() });
-        return reply;
-      },
-    })),
+    options: refusalCharges('caller'),
   },
   {
     name: 'account-charged-by-started-minute',
