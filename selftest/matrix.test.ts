@@ -33,7 +33,7 @@ test('the suite catches every faulty variant by its rule, passes every correct o
   const rank = (v: (typeof all)[number]) => (v.knownDeviations ? 0 : v.holdsPastAMinute ? 1 : !v.breaks || v.runsEveryRule ? 2 : 3);
   const run = await runMatrix([...all].sort((a, b) => rank(a) - rank(b)), { full: process.env.MATRIX === 'full', severalSeeds: process.env.MATRIX === 'full', reproductions: process.env.MATRIX === 'full' ? 'all' : 'quickest' });
   const rerun = run.results.filter((r) => r.rerun).map((r) => r.variant.name);
-  console.log(`${renderMatrix(run)}\n${run.results.length} variants in ${(run.durationMs / 1000).toFixed(1)} s${rerun.length ? `; run again alone, their bursts too slow to tell the first time: ${rerun.join(', ')}` : ''}`);
+  console.log(`${renderMatrix(run)}\n${run.results.length} variants in ${(run.durationMs / 1000).toFixed(1)} s${rerun.length ? `; run again alone, a burst too slow or a test of their rule not verifiable the first time: ${rerun.join(', ')}` : ''}`);
   const wrong = run.results
     .filter((r) => r.verdict !== 'ok')
     .map((r) => `${r.variant.name}: ${r.verdict}\n    ${[r.problem, ...r.tests.filter((t) => t.outcome !== 'pass').slice(0, 3).map((t) => `${t.id} ${t.outcome}: ${t.note}`)].filter(Boolean).join('\n    ')}`);

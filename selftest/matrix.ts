@@ -33,7 +33,7 @@ export interface VariantResult {
   verdict: 'ok' | 'MISSED' | 'FALSE ALARM' | 'WRONG RULE' | 'RUN ERROR';
   /** Why a run is an error that no test reported: tests of its rules that did not run, or ran twice. */
   problem?: string;
-  /** Run a second time, alone: its burst was too slow to tell the first time. */
+  /** Run a second time, alone: the first time its burst was too slow, or a test of its rule could not tell. */
   rerun?: boolean;
   /** With `reproductions`: each reproduction the run left, and its exit code against the variant and against the reference. */
   reproduced?: { test: string; onVariant: number; onReference: number; output: string; ms: number }[];
@@ -132,16 +132,17 @@ type MatrixOptions = { full?: boolean; rules?: RuleId[]; severalSeeds?: boolean;
 
 /**
  * The matrix; a variant whose burst the busy runner kept too slow to tell a limit from none (an
- * error of the run, by the suite's own verdict), or whose refusals met no stop of its own, runs once
- * more, alone, once the rest has ended.
+ * error of the run, by the suite's own verdict), or whose fault a test of its rule said it could not
+ * tell (not verifiable), runs once more, alone, once the rest has ended.
  */
 export async function runMatrix(variants: Variant[], options: MatrixOptions = {}): Promise<MatrixRun> {
   const run = await runMatrixOnce(variants, options);
-  // A burst too slow to tell a limit from none, or whose refusals never met a stop of its own (so its pairs with the other teams may not have either).
+  // A burst too slow to tell a limit from none, or a fault the suite could not tell from the target's answers on a busy runner (a test of its rule not
+  // verifiable: a burst whose refusals met no stop of its own, an account whose excess no settlement explained). Never a fault it passed.
   const tooSlow = run.results.filter(
     (r) =>
       (r.verdict === 'RUN ERROR' && r.tests.some((t) => t.outcome === 'error' && /below BURST_PROOF_RATE/.test(t.note ?? ''))) ||
-      (r.verdict === 'MISSED' && r.variant.breaks === 'rate-limit' && r.tests.some((t) => t.outcome === 'not verifiable' && /stops during the burst was throttled/.test(t.note ?? ''))),
+      (r.verdict === 'MISSED' && r.tests.some((t) => t.outcome === 'not verifiable' && ruleOf(t.id) === r.variant.breaks)),
   );
   if (!tooSlow.length) return run;
   const again = await runMatrixOnce(tooSlow.map((r) => r.variant), options);
