@@ -174,8 +174,9 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
     // The bursts split between two processes, one at a time in each, beside the rest.
     const bursts = specs.filter((spec) => spec.burst).map((spec) => spec.file);
     const parts = [{ part: 'rest', files: specs.filter((spec) => !spec.burst).map((spec) => spec.file) }, ...[0, 1].map((n) => ({ part: `burst-${n}`, files: bursts.filter((_, index) => index % 2 === n) }))].filter((p) => p.files.length);
+    // The variants' tests mostly wait (holds, the account's reads): fourteen workers for the rest keep two cores busy.
     const env = (part: string, files: string[]) =>
-      isolatedEnv({ NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${JSON.stringify(CODE_CACHE)}`.trim(), SELFTEST_SPECS: JSON.stringify(files), SELFTEST_OUTPUT: output, SELFTEST_PART: part, SELFTEST_WORKERS: part === 'rest' ? '10' : '1', REPORTS_DIR: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '30000', ...MATRIX_SETTINGS, ...extraEnv });
+      isolatedEnv({ NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${JSON.stringify(CODE_CACHE)}`.trim(), SELFTEST_SPECS: JSON.stringify(files), SELFTEST_OUTPUT: output, SELFTEST_PART: part, SELFTEST_WORKERS: part === 'rest' ? '14' : '1', REPORTS_DIR: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '30000', ...MATRIX_SETTINGS, ...extraEnv });
     const runs = await Promise.all(parts.map(({ part, files }) => runCommand(PLAYWRIGHT, ['test', '-c', 'selftest/variants.config.ts'], env(part, files))));
     const log = runs.map((run) => run.log).join('\n');
     const byVariant = readReports(parts.map(({ part }) => path.join(output, `report-${part}.json`)), log);
