@@ -40,7 +40,7 @@ export class BackoffQueue {
   /**
    * Said by a request whose back-off budget ran out: the team's limiter did not recover within it.
    * Every other request of the run for that team then gives up at once, instead of waiting a budget
-   * of its own (the teardowns' stops too): a limiter that never recovers ends the run within one budget.
+   * of its own (an owner's stop tries a few seconds more): a limiter that never recovers ends the run within one budget.
    */
   exhaust(): void {
     mkdirSync(this.dir, { recursive: true });

@@ -67,6 +67,8 @@ export interface SendOptions {
 const WAITED_FOR_LIMIT_MS = 20;
 /** A request that has waited this long for a rate limit says so, once. */
 const TELL_AFTER_MS = 5_000;
+/** Once a request of the team waited its whole back-off budget in vain, an owner's stop still tries this long: a limiter that never recovers ends the run within one budget. */
+const AFTER_EXHAUSTION_MS = 5_000;
 
 /** Attachments past this size are cut, with a note saying how much was left out. */
 export const ATTACHMENT_LIMIT_BYTES = 64 * 1024;
@@ -177,8 +179,10 @@ export function createClient(options: ClientOptions) {
           const turnFrom = performance.now();
           const hadTurn = queue && !planned ? await queue.turn(deadline, signal).catch(cancelled('waiting its turn after 429')) : true;
           waitedForLimit += performance.now() - turnFrom;
-          // Another request of the run waited its whole budget for this team's limit in vain: one try, no waiting.
-          const giveUp = !first && (queue?.exhausted() ?? false);
+          // Another request of the run waited its whole budget for this team's limit in vain: one try, no waiting; an owner's stop, a few seconds.
+          const exhausted = queue?.exhausted() ?? false;
+          const giveUp = !first && exhausted;
+          if (first && exhausted) deadline = Math.min(deadline, turnFrom + AFTER_EXHAUSTION_MS);
           let at: number | undefined;
           if (schedule && paced) {
             const place = await schedule.admit(first, since, signal, latest).catch(cancelled('waiting for a place under the rate limit'));
@@ -239,7 +243,7 @@ export function createClient(options: ClientOptions) {
               await sleep(wait, undefined, { signal }).catch(cancelled('backing off after 429'));
               continue;
             }
-            if (hadTurn && !first) queue?.exhaust();
+            if (hadTurn) queue?.exhaust();
             if (on429 === 'retry') {
               await record(options, answer, request);
               throw new RunError(
