@@ -11,7 +11,8 @@ import { predict } from './src/domain/budget';
 const settings = loadSettingsOrExit();
 // The reporters run here: what they write is redacted too.
 registerKeys({ baseURL: settings.baseURL ?? '', embedded: settings.embedded }, settings);
-const LONGEST = ['**/10-sequences.spec.ts', '**/02-billing.spec.ts'];
+// The burst on a team of its own runs beside the others, from the start: it holds and waits for its limit to recover.
+const LONGEST = ['**/10-sequences.spec.ts', '**/02-billing.spec.ts', ...(burstHasOwnTeam(settings) ? ['**/06-rate-limit.spec.ts'] : [])];
 /** Tests that judge the whole run (the account check), of the rules this run chose: a teardown of the project every other test depends on. */
 const chosen = RULE_IDS.filter((rule) => !settings.selectedRules || settings.selectedRules.includes(rule));
 const LAST = chosen.flatMap((rule) => filesOf(rule).slice(1).map((file) => `**/${file}`));
@@ -23,7 +24,7 @@ export default defineConfig({
   // Playwright's output folder holds nothing (traces, screenshots and videos are off): it lives in the run's working folder.
   outputDir: channel(settings.reportsDir, 'test-results'),
   fullyParallel: true,
-  // The tests mostly wait on the target: six at once, four of them for the longest (projects below).
+  // The tests mostly wait on the target: six at once, five of them for the longest (projects below).
   workers: 6,
   retries: 0,
   timeout: settings.testTimeoutMs,
@@ -56,7 +57,7 @@ export default defineConfig({
   // all the same, should one be added: Playwright records request headers verbatim.
   use: { trace: 'off', screenshot: 'off', video: 'off' },
   // Playwright starts tests in the order of their projects, then of their files: the longest
-  // (billing holds, the sequences rule) go first, so that the run waits for nothing else. Two
+  // (billing holds, the sequences rule, a burst on a team of its own) go first, so that the run waits for nothing else. Two
   // workers run the other tests, which are short: a worker costs about half a second of CPU to
   // start, and more would end no sooner (against a remote target, the sequences rule's minute
   // outlasts them). Against a target whose clock is declared coarse, each refusal test holds its
@@ -66,7 +67,7 @@ export default defineConfig({
   // project's teardown after all that depend on it, and 'the run' is an empty project for that alone.
   projects: [
     ...(LAST.length ? [{ name: 'the run', testMatch: /^$/, teardown: 'after the run' }] : []),
-    { name: 'rules, longest first', testMatch: LONGEST, workers: 4, dependencies: LAST.length ? ['the run'] : [] },
+    { name: 'rules, longest first', testMatch: LONGEST, workers: 5, dependencies: LAST.length ? ['the run'] : [] },
     { name: 'rules', testIgnore: [...LONGEST, '**/*.account.spec.ts'], workers: settings.declaredClock || !settings.embedded ? 4 : 2, dependencies: LAST.length ? ['the run'] : [] },
     ...(LAST.length ? [{ name: 'after the run', testMatch: LAST, fullyParallel: false }] : []),
   ],

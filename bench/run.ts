@@ -113,7 +113,7 @@ async function command() {
     if (code !== 0) throw new Error(`npm run conformance failed:\n${log.slice(-2000)}`);
     const line = /Took [\d.]+ s: (.*)\./.exec(log)?.[1];
     if (!line) throw new Error('npm run conformance printed no phases');
-    runs.push({ seconds: (performance.now() - began) / 1000, phases: Object.fromEntries(line.split(', ').map((part) => [part.split(' ')[0], Number(part.split(' ')[1])])) });
+    runs.push({ seconds: (performance.now() - began) / 1000, phases: Object.fromEntries(line.replace(/ \([^)]*\)/g, '').split(', ').map((part) => [part.split(' ')[0], Number(part.split(' ')[1])])) });
   }
   const floor = median(floors) + Math.max(...readSettings({}).billingHoldsMs, readSettings({}).billingMinuteHoldMs) / 1000;
   const seconds = median(runs.map((run) => run.seconds));

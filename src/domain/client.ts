@@ -69,6 +69,8 @@ const WAITED_FOR_LIMIT_MS = 20;
 const TELL_AFTER_MS = 5_000;
 /** Once a request of the team waited its whole back-off budget in vain, an owner's stop still tries this long: a limiter that never recovers ends the run within one budget. */
 const AFTER_EXHAUSTION_MS = 5_000;
+/** Places in a row refused by the limit after which waiting for the next counts against the back-off budget. */
+const PLACES_REFUSED = 3;
 
 /** Attachments past this size are cut, with a note saying how much was left out. */
 export const ATTACHMENT_LIMIT_BYTES = 64 * 1024;
@@ -167,6 +169,8 @@ export function createClient(options: ClientOptions) {
       let waitedForLimit = 0;
       // Whether a 429 before the answer was a limit's, not only a cap's on live sessions (a reproduction sends such a request into the limit again).
       let limitRefused = false;
+      // Places under the learnt rate that met a limit's 429 in a row.
+      let refusedWhenPlaced = 0;
       const isCap = (answer: Answer) => request.opens === true && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true));
       // Every 429 so far, this answer's included, was a cap's: what a reproduction must not send into the rate limit.
       const onlyCapped = (answer: Answer) => {
@@ -186,8 +190,8 @@ export function createClient(options: ClientOptions) {
           let at: number | undefined;
           if (schedule && paced) {
             const place = await schedule.admit(first, since, signal, latest).catch(cancelled('waiting for a place under the rate limit'));
-            // Waiting for a place is the plan, not a limiter that does not recover.
-            deadline = Math.min(deadline + place.waitedMs, latest);
+            // Waiting for a place is the plan, not a limiter that does not recover, until places in a row met 429: then the plan no longer holds.
+            if (refusedWhenPlaced < PLACES_REFUSED) deadline = Math.min(deadline + place.waitedMs, latest);
             waitedForLimit += place.waitedMs;
             at = place.at;
           }
@@ -229,6 +233,7 @@ export function createClient(options: ClientOptions) {
             // A cap's refusal of an interact that would open a session waits for a slot, not for a limiter to recover: not a back-off.
             const capped = isCap(answer);
             if (!capped) limitRefused = true;
+            refusedWhenPlaced = !capped && planned ? refusedWhenPlaced + 1 : 0;
             if (capped) deadline = Math.min(deadline + wait, latest);
             else if (!schedule?.rate()) queue?.join();
             // Once per request that waits long: which team, why, and for how long so far.
