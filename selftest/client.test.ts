@@ -15,6 +15,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { createClient, type Client } from '../src/domain/client';
 import { Coordination } from '../src/coordination/coordination';
+import { readSpend, writeSpend } from '../src/coordination/cost';
+import type { Rate } from '../src/config/rates';
 import { exchange } from '../src/http/exchange';
 import { retryDelayMs } from '../src/http/limits';
 import { Ledger } from '../src/domain/ledger';
@@ -225,6 +227,33 @@ test('a request waiting after 429 goes before fresh ones from other clients of t
   } finally {
     server.close();
   }
+});
+
+test("a 429 met while the team's own schedule had room is waited out and counted as not earned; without a known rate, none is", async () => {
+  // The first stop of each server is refused: under 2 a second stated, its window had room (another's use of a shared limit).
+  const refusingFirst = () => {
+    let answered = 0;
+    return serve((req, res) => {
+      if (++answered === 1) return void res.writeHead(429, { 'content-type': 'application/json' }).end('{"success":false,"error":"Too many requests"}');
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"success":false,"error":"x"}');
+    });
+  };
+  const reportsDir = tempDir('unearned-');
+  const unearned = () => (writeSpend(reportsDir), readSpend(reportsDir).teams.owner?.unearned ?? 0);
+  const stop = async (rate?: Rate) => {
+    const server = await refusingFirst();
+    const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 2_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000 }, coordination: new Coordination(tempDir('unearned-run-'), server.url, rate) });
+    try {
+      return await client.send({ method: 'DELETE', path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact', as: { name: 'owner team', team: 'owner', authorization: 'Bearer x' } });
+    } finally {
+      server.close();
+    }
+  };
+  const before = unearned();
+  assert.equal((await stop({ limit: 2, windowMs: 1_000, from: 'stated' })).status, 404);
+  assert.equal(unearned() - before, 1, 'refused with room in the window');
+  assert.equal((await stop()).status, 404);
+  assert.equal(unearned() - before, 1, 'no rate known: the run cannot tell whose the refusal was');
 });
 
 /** A process that holds the quiet spell of `url` in `reportsDir`: it prints "ready"; on a line in, it prints "asking", takes the spell, prints "holding", holds it for `holdMs`, then prints how long it waited for others' requests to drain. */

@@ -32,3 +32,14 @@ test('refusals over less than a minute give no floor; shards add up without one'
   const merged = mergeCosts([cost, { ...cost, wallMs: 9_000 }])!;
   assert.deepEqual([merged.sessions, merged.limitedRequests, merged.throttled, merged.wallMs, merged.credits], [4, 1510, 1214, 9_000, 0.2]);
 });
+
+test("429s the team's own schedule did not earn add up across processes and shards, and the cost lines say so", () => {
+  const owner = (unearned?: number) => ({ limited: 10, throttled: 3, through: [at(0)], ...(unearned ? { unearned } : {}) });
+  const total = addSpend(addSpend({ sessions: 0, scrapes: 0, credits: 0, teams: {} }, { sessions: 1, scrapes: 1, credits: 0, teams: { owner: owner(2) } }), { sessions: 1, scrapes: 1, credits: 0, teams: { owner: owner(1), foreign: owner() } });
+  const cost = costOf(total, 5_000);
+  assert.deepEqual(cost.unearned, { owner: 3 });
+  assert.match(describeCost(cost).join('\n'), /\n {2}429 not earned: the owner team's requests met 429 3 time\(s\) while its own schedule had room in the window/);
+  assert.deepEqual(mergeCosts([cost, cost])!.unearned, { owner: 6 });
+  // None met: no line.
+  assert.doesNotMatch(describeCost(costOf({ sessions: 0, scrapes: 0, credits: 0, teams: { owner: owner() } }, 5_000)).join('\n'), /not earned/);
+});

@@ -16,6 +16,8 @@ export interface TeamSpend {
   through: number[];
   firstThrottled?: number;
   lastThrottled?: number;
+  /** 429s met while this team's own schedule had room in the window, waited out and sent again: another's use of a limit it shares. */
+  unearned?: number;
 }
 
 export interface Spend {
@@ -42,6 +44,11 @@ export function countRequest(team: string, limited: boolean, status: number): vo
     spend.firstThrottled ??= now;
     spend.lastThrottled = now;
   } else spend.through.push(now);
+}
+
+export function countUnearned(team: string): void {
+  const spend = (pending.teams[team] ??= { limited: 0, throttled: 0, through: [] });
+  spend.unearned = (spend.unearned ?? 0) + 1;
 }
 
 export function countScrape(): void {
@@ -107,6 +114,7 @@ export function addSpend(total: Spend, more: Spend): Spend {
     sum.limited += spend.limited;
     sum.throttled += spend.throttled;
     sum.through.push(...spend.through);
+    if (spend.unearned) sum.unearned = (sum.unearned ?? 0) + spend.unearned;
     if (spend.firstThrottled !== undefined) sum.firstThrottled = Math.min(sum.firstThrottled ?? Infinity, spend.firstThrottled);
     if (spend.lastThrottled !== undefined) sum.lastThrottled = Math.max(sum.lastThrottled ?? 0, spend.lastThrottled);
   }
@@ -126,6 +134,8 @@ export interface Cost {
   floor?: { team: string; requests: number; perMinute: number; floorMs: number; ratio: number };
   /** What the run said before its first test it would spend at most (domain/budget.ts). */
   predicted?: { sessions: number; scrapes: number; credits: number; budget: number };
+  /** Per team, the 429s its own schedule did not earn (TeamSpend.unearned). */
+  unearned?: Record<string, number>;
 }
 
 /** Refusals spread over less than this say nothing of the rate a limiter allows. */
@@ -134,7 +144,9 @@ const SPAN_FOR_A_RATE_MS = 60_000;
 /** `rates`: each team's rate on stop and interact, where the run learnt or was told it; the floor is then taken at that rate. */
 export function costOf(spend: Spend, wallMs: number, rates: { team: string; limit: number; windowMs: number }[] = []): Cost {
   const teams = Object.entries(spend.teams);
+  const unearned = Object.fromEntries(teams.filter(([, team]) => team.unearned).map(([name, team]) => [name, team.unearned!]));
   const cost: Cost = {
+    ...(Object.keys(unearned).length ? { unearned } : {}),
     sessions: spend.sessions,
     scrapes: spend.scrapes,
     credits: spend.credits,
@@ -171,11 +183,13 @@ export function mergeCosts(costs: Cost[]): Cost | undefined {
   if (!costs.length) return undefined;
   const sum = (field: 'sessions' | 'scrapes' | 'credits' | 'limitedRequests' | 'throttled') => costs.reduce((total, cost) => total + cost[field], 0);
   const retries = costs.reduce((total, cost) => total + (cost.provisioningRetries ?? 0), 0);
+  const unearned: Record<string, number> = {};
+  for (const [team, count] of costs.flatMap((cost) => Object.entries(cost.unearned ?? {}))) unearned[team] = (unearned[team] ?? 0) + count;
   const predicted = costs.every((cost) => cost.predicted) ? costs.map((cost) => cost.predicted!) : undefined;
   const total = (field: 'sessions' | 'scrapes' | 'credits' | 'budget') => +predicted!.reduce((sum, one) => sum + one[field], 0).toFixed(4);
   return {
     sessions: sum('sessions'), scrapes: sum('scrapes'), credits: +sum('credits').toFixed(6), limitedRequests: sum('limitedRequests'), throttled: sum('throttled'),
-    ...(retries ? { provisioningRetries: retries } : {}), wallMs: Math.max(...costs.map((cost) => cost.wallMs)),
+    ...(retries ? { provisioningRetries: retries } : {}), ...(Object.keys(unearned).length ? { unearned } : {}), wallMs: Math.max(...costs.map((cost) => cost.wallMs)),
     ...(predicted ? { predicted: { sessions: total('sessions'), scrapes: total('scrapes'), credits: total('credits'), budget: total('budget') } } : {}),
   };
 }
@@ -190,6 +204,9 @@ export function describeCost(cost: Cost): string[] {
   if (cost.predicted) {
     const { sessions, scrapes, credits, budget } = cost.predicted;
     lines.push(`  predicted before the first test: at most ${sessions} session(s) of SESSION_BUDGET=${budget} and ${scrapes} scrape(s), about ${credits} credit(s) at the target's price`);
+  }
+  for (const [team, count] of Object.entries(cost.unearned ?? {})) {
+    lines.push(`  429 not earned: the ${team} team's requests met 429 ${count} time(s) while its own schedule had room in the window, and were waited out and sent again: another team or client may share its limit`);
   }
   if (cost.floor) {
     lines.push(

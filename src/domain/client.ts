@@ -12,7 +12,7 @@ import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { countCredits, countRequest, countScrape } from '../coordination/cost';
+import { countCredits, countRequest, countScrape, countUnearned } from '../coordination/cost';
 import { readRefusal, retryDelayMs } from '../http/limits';
 import { exchange, type RawAnswer } from '../http/exchange';
 import type { Coordination } from '../coordination/coordination';
@@ -233,6 +233,8 @@ export function createClient(options: ClientOptions) {
             // A cap's refusal of an interact that would open a session waits for a slot, not for a limiter to recover: not a back-off.
             const capped = isCap(answer);
             if (!capped) limitRefused = true;
+            // Refused while this team's own window had room: not its schedule's doing, and said in the summary.
+            if (!capped && answer.refusal?.roomInWindow === true) countUnearned(team);
             refusedWhenPlaced = !capped && planned ? refusedWhenPlaced + 1 : 0;
             if (capped) deadline = Math.min(deadline + wait, latest);
             else if (!schedule?.rate()) queue?.join();
