@@ -65,6 +65,9 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     assert.match(readFileSync(path.join(run.reports, 'allure-report', 'index.html'), 'utf8'), /<head>\s*<script>window\.allureReportData/, 'the report declares its data store first (src/report/allure-report.ts)');
     const junit = readFileSync(path.join(run.reports, 'junit.xml'), 'utf8');
     assert.equal(junit.match(/<testcase /g)?.length, TEST_IDS.length, 'one JUnit test case per test');
+    // The cost as properties, a field each: the prediction's too, never an object's text.
+    assert.match(junit, /<property name="cost\.sessions" value="\d+"\/>[\s\S]*<property name="cost\.predicted\.sessions" value="\d+"\/>/);
+    assert.doesNotMatch(junit, /\[object Object\]/);
     assert.match(junit, /<testcase classname="billing" name="credits billed for a session held for the long hold[^"]*"[^>]*>\s*<properties>\s*<property name="rule" value="billing"\/>\s*<property name="test-id" value="billing\/long-hold"\/>\s*<property name="level" value="must"\/>/);
     assert.match(run.log, /Verdict: PASS \(exit 0/);
     // One line per test as it ends, with its id; the reports folder holds what users read, and the run's working folder is gone.

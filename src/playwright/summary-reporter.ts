@@ -195,6 +195,8 @@ export function junitXml(summary: Summary, durations: Map<TestId, number>): stri
   });
   const cost = summary.cost
     ? Object.entries({ ...summary.cost, floor: undefined, ...(summary.cost.floor ? { floorMs: summary.cost.floor.floorMs, floorRatio: summary.cost.floor.ratio, floorTeam: summary.cost.floor.team, limitPerMinute: summary.cost.floor.perMinute } : {}) })
+        // What the run predicted and the 429s not earned, per field: cost.predicted.sessions, cost.unearned.owner.
+        .flatMap(([name, value]) => (value !== null && typeof value === 'object' ? Object.entries(value).map(([key, inner]) => [`${name}.${key}`, inner] as const) : [[name, value] as const]))
         .filter(([, value]) => value !== undefined)
         .map(([name, value]) => `    <property name="cost.${name}" value="${xml(String(value))}"/>`)
     : [];
