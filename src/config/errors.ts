@@ -6,7 +6,11 @@
  * - KnownDeviation: the failure of a check the target's known-deviations file declares.
  */
 export class RunError extends Error {
-  constructor(message: string) {
+  /** `status`: the last answer the request got before the run gave up on it (429), where one came. */
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
     super(message);
     this.name = 'RunError';
     // The message says everything; a stack trace into the suite would only add noise.
@@ -67,3 +71,6 @@ export function whyUnreachable(baseURL: string, error: NodeJS.ErrnoException): s
   }
   return `The target ${baseURL} is unreachable (${why}).`;
 }
+
+/** The last answer's status of a request that ended in an error of the run, where it had one. */
+export const lastStatusOf = (error: unknown): number | undefined => (error instanceof RunError ? error.status : undefined);

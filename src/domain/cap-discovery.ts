@@ -69,9 +69,9 @@ export function openingOf(options: CapOptions, owner: Identity, jobId: string, m
       }
       return opening.cap > 0;
     },
-    /** What came of it: its answer's status, or none. */
+    /** What came of it: its answer's status, or none (never sent: nothing opened). */
     ended: (status?: number) => {
-      if (marks) ledger.session(status === 200 ? 'live' : status !== undefined && status < 500 ? 'not-opened' : 'maybe-open', { ...entry, status });
+      if (marks) ledger.session(status === 200 ? 'live' : (status !== undefined && status < 500) || sentAt === 0 ? 'not-opened' : 'maybe-open', { ...entry, status });
     },
   };
   return opening;

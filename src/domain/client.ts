@@ -161,7 +161,7 @@ export function createClient(options: ClientOptions) {
       const latest = started + Math.max(settings.backoffBudgetMs, settings.testTimeoutMs ?? 0);
       const cancelled = (while_: string) => (error: unknown) => {
         if (!signal.aborted) throw error;
-        throw new RunError(`${request.method} ${request.path} as ${request.as.name}: cancelled while ${while_}, its test had ended`);
+        throw new RunError(`${request.method} ${request.path} as ${request.as.name}: cancelled while ${while_}, its test had ended`, lastStatus);
       };
       // A burst's spell lasts its sends, at most a few requests' timeouts, and, on a limit it shares, its recovery.
       const spellDeadline = deadline + 4 * settings.requestTimeoutMs;
@@ -169,6 +169,8 @@ export function createClient(options: ClientOptions) {
       let waitedForLimit = 0;
       // Whether a 429 before the answer was a limit's, not only a cap's on live sessions (a reproduction sends such a request into the limit again).
       let limitRefused = false;
+      // The last answer's status: a request cancelled while it waits has none in flight.
+      let lastStatus: number | undefined;
       // Places under the learnt rate that met a limit's 429 in a row.
       let refusedWhenPlaced = 0;
       const isCap = (answer: Answer) => request.opens === true && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true));
@@ -207,6 +209,7 @@ export function createClient(options: ClientOptions) {
           } finally {
             spell?.leave();
           }
+          lastStatus = answer.status;
           countRequest(request.as.team ?? 'keyless', JOB_OF_PATH.test(request.path), answer.status);
           if (request.method === 'DELETE' && !request.pooled && (answer.status === 200 || answer.status === 404)) recentStops.set(target.baseURL, [...(recentStops.get(target.baseURL) ?? []), answer.receivedAt - answer.sentAt].slice(-RECENT_STOPS));
           if (schedule && at !== undefined) {
@@ -220,6 +223,7 @@ export function createClient(options: ClientOptions) {
             throw new RunError(
               `${request.method} ${request.path} as ${request.as.name} answered 429, and is not tried again: another request of this run waited the whole back-off budget ` +
                 `(BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) and this team's rate limit never recovered.`,
+              429,
             );
           }
           if (answer.status === 429 && on429 !== 'once' && !giveUp) {
@@ -256,6 +260,7 @@ export function createClient(options: ClientOptions) {
               throw new RunError(
                 `${request.method} ${request.path} as ${request.as.name} still answered 429 after ${attempts} attempts: the back-off budget ` +
                   `(BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) is used up. Raise it, or run fewer workers against this target.`,
+                429,
               );
             }
           }

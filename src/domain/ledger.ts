@@ -149,9 +149,15 @@ export class Ledger {
     return this.endedInThisProcess.has(`${target} ${jobKey(jobId)} ${owner}`);
   }
 
-  /** Jobs created and not ended by a stop of the team that created them, oldest first. */
+  /** Jobs created and not ended by a stop of the team that created them, oldest first; not those whose interacts all opened nothing. */
   open(): Extract<LedgerEntry, { event: 'created' }>[] {
-    return this.read().open;
+    const { open, refused } = this.read();
+    return open.filter((entry) => !refused.has(`${entry.target} ${jobKey(entry.jobId)}`));
+  }
+
+  /** Whether the job's last interact that would open a session opened nothing (a 4xx, a 429 the run gave up on, or never sent). */
+  heldNothing(target: string, jobId: string): boolean {
+    return this.read().refused.has(`${target} ${jobKey(jobId)}`);
   }
 
   /** How many of an identity's open jobs on a target have a session live or opening (an interact answered 200, or not yet answered), but `except`. */
@@ -214,15 +220,22 @@ export class Ledger {
   private read() {
     const open = new Map<string, Extract<LedgerEntry, { event: 'created' }>>();
     const live = new Set<string>();
+    // Since the job's last stop: interacts sent to open a session, refusals of them, and whether one may have opened one.
+    const tries = new Map<string, { sent: number; refused: number; held: boolean }>();
+    const triesOf = (key: string) => tries.get(key) ?? (tries.set(key, { sent: 0, refused: 0, held: false }).get(key) as { sent: number; refused: number; held: boolean });
     for (const entry of this.entries()) {
       if (!('jobId' in entry) || entry.jobId === undefined) continue;
       const key = `${entry.target} ${jobKey(entry.jobId)}`;
-      if (entry.event === 'created') (open.set(key, entry), live.delete(key));
-      else if (entry.event === 'live' || entry.event === 'opening' || entry.event === 'maybe-open') live.add(key);
-      else if (entry.event === 'not-opened') live.delete(key);
-      else if (entry.event === 'ended' && open.get(key)?.identity === entry.identity) (open.delete(key), live.delete(key));
+      // A session opened again on a stopped job is 'created' after its interact's 'live': it stays live.
+      if (entry.event === 'created') open.set(key, entry);
+      else if (entry.event === 'opening') (live.add(key), triesOf(key).sent++);
+      else if (entry.event === 'live' || entry.event === 'maybe-open') (live.add(key), (triesOf(key).held = true));
+      else if (entry.event === 'not-opened') (live.delete(key), triesOf(key).refused++);
+      else if (entry.event === 'ended' && open.get(key)?.identity === entry.identity) (open.delete(key), live.delete(key), tries.delete(key));
     }
-    return { open: [...open.values()], live };
+    // Every interact that would open a session was refused (or never sent): the job holds nothing.
+    const refused = new Set([...tries].filter(([, t]) => !t.held && t.refused >= t.sent && t.refused > 0).map(([key]) => key));
+    return { open: [...open.values()], live, refused };
   }
 
   private write(entry: LedgerEntry): void {

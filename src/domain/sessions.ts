@@ -12,7 +12,7 @@ import { openAccount, REFUSER_OPENING } from './account';
 import { countProvisioningRetry, countSession } from '../coordination/cost';
 import type { SessionSlots } from '../coordination/session-slots';
 import type { Ledger } from './ledger';
-import { RunError } from '../config/errors';
+import { lastStatusOf, RunError } from '../config/errors';
 import { schemaErrors } from '../checks/schemas';
 import type { Settings } from '../config/settings';
 import { type Identities, type Identity } from './target';
@@ -221,7 +221,7 @@ export class Sessions {
     const giveBackUnless200 = reopens ? this.takeFromBudget() : undefined;
     const opening = openingOf(this.options, owner, jobId, reopens);
     const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, ...(reopens ? { giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true } : {}) }).catch((error) => {
-      opening.ended();
+      opening.ended(lastStatusOf(error));
       throw error;
     });
     if (answer.status !== 200) giveBackUnless200?.();
@@ -241,7 +241,8 @@ export class Sessions {
   async cleanup(cleaner: Client): Promise<string[]> {
     await Promise.allSettled(this.inFlight);
     // All at once: a target that is slow to answer a stop holds up the end of the run once, not once per session.
-    const open = this.created.filter(({ jobId, owner }) => !this.options.ledger.endedHere(this.options.api.target.baseURL, jobId, owner.name));
+    const { ledger, api } = this.options;
+    const open = this.created.filter(({ jobId, owner }) => !ledger.endedHere(api.target.baseURL, jobId, owner.name) && !ledger.heldNothing(api.target.baseURL, jobId));
     const outcomes = await Promise.all(open.map(async ({ jobId, owner }) => ({ jobId, problem: await stopAsOwner(cleaner, owner, jobId) })));
     const problems = outcomes.filter(({ problem }) => problem).map(({ jobId, problem }) => `${jobId} (${problem})`);
     // Room stays taken for a session that could not be stopped: it may still count against the cap.
@@ -269,7 +270,7 @@ export class Sessions {
         Array.from({ length: count }, async () => {
           const opening = openingOf(this.options, owner, jobId, true);
           const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true }).catch((error) => {
-            opening.ended();
+            opening.ended(lastStatusOf(error));
             throw error;
           });
           opening.ended(answer.status);
@@ -353,7 +354,7 @@ export class Sessions {
       opening = openingOf(this.options, owner, jobId, true);
       tried.sent = true;
       interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true, provisions: true }).catch((error) => {
-        opening.ended();
+        opening.ended(lastStatusOf(error));
         throw error;
       });
       tried.status = interact.status;
