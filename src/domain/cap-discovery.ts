@@ -26,7 +26,7 @@ interface CapOptions {
 /**
  * One interact that may open a session on `jobId`, as the ledger and the cap see it. With `marks`,
  * each attempt is 'opening' while in flight, a 4xx opened nothing ('not-opened': a test waiting
- * out a 429 holds nothing), and a 5xx or no answer may have opened one ('maybe-open'). A 429 whose
+ * out a 429 holds nothing), and any other answer, or none, may have opened one ('maybe-open'). A 429 whose
  * words name a cap, or sent while the rate's known window had room, shows the cap at once; without
  * either, two 429s in a row, each with the team's rate limit shown to have room by a probe (a
  * window that just turned lets the second through). The cap is at most the sessions and scrapes the
@@ -71,7 +71,7 @@ export function openingOf(options: CapOptions, owner: Identity, jobId: string, m
     },
     /** What came of it: its answer's status, or none (never sent: nothing opened). */
     ended: (status?: number) => {
-      if (marks) ledger.session(status === 200 ? 'live' : (status !== undefined && status < 500) || sentAt === 0 ? 'not-opened' : 'maybe-open', { ...entry, status });
+      if (marks) ledger.session(status === 200 ? 'live' : (status !== undefined && status >= 400 && status < 500) || (status === undefined && sentAt === 0) ? 'not-opened' : 'maybe-open', { ...entry, status });
     },
   };
   return opening;

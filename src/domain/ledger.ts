@@ -46,7 +46,7 @@ export class Ledger {
   /**
    * An attempt of an interact that may open a session on the job is about to be sent ('opening'),
    * and what came of it: a session runs ('live', what a cap on live sessions counts), none
-   * ('not-opened': a 4xx), or perhaps one ('maybe-open': a 5xx or no answer).
+   * ('not-opened': a 4xx), or perhaps one ('maybe-open': any other answer, or none).
    */
   session(event: 'opening' | 'live' | 'not-opened' | 'maybe-open', entry: { target: string; jobId: string; identity: string; status?: number }): void {
     this.write({ event, at: new Date().toISOString(), ...entry });
