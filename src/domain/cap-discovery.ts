@@ -65,6 +65,7 @@ export function openingOf(options: CapOptions, owner: Identity, jobId: string, m
         throw new RunError(
           `an interact that would open a session was refused for a cap ${emptyHanded} times (${summary(answer)}) while this run held no session or scrape of the ${owner.name}: ` +
             'another client is using the team, or the target keeps the slots of sessions already stopped (a stop must release its browser)',
+          429,
         );
       }
       return opening.cap > 0;
