@@ -58,7 +58,7 @@ export default defineConfig({
   use: { trace: 'off', screenshot: 'off', video: 'off' },
   // Playwright starts tests in the order of their projects, then of their files: the longest
   // (billing holds, the sequences rule, a burst on a team of its own) go first, so that the run waits for nothing else. Two
-  // workers run the other tests, which are short: a worker costs about half a second of CPU to
+  // workers run the other tests (one while five of the longest run, within the run's six), which are short: a worker costs about half a second of CPU to
   // start, and more would end no sooner (against a remote target, the sequences rule's minute
   // outlasts them). Against a target whose clock is declared coarse, each refusal test holds its
   // session for seconds, and against a remote one each waits on the network and on the target's

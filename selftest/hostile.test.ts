@@ -393,7 +393,7 @@ describe('the command against hostile targets ends in bounded time, says what ha
       exit: 2,
       message: /the back-off budget \(BACKOFF_BUDGET_MS=4000\) is used up/,
       left: -1,
-      // As case 14; and where a team's own requests filled the minute its words name, a place in it is waited for,
+      // A test's wait of a budget, and stops after it; where a team's own requests filled the minute its words name, a place in it is waited for,
       // in the test, in its teardown and in the command's last stops, each at most a test's length.
       budget: 4 * 4 + 3 * 10,
     },

@@ -255,7 +255,7 @@ async function finish(settings: Settings, signalled: string | undefined, allure:
   const ledger = new Ledger(ledgerFile(settings.reportsDir));
   const leftOpen =
     signalled === TARGET_STOPPED_ANSWERING
-      ? { stopped: [], failed: ledger.open().filter((entry) => !entry.embedded).map((entry) => `${entry.jobId} at ${entry.target}: running since ${entry.at}; not stopped: the run ended when the target stopped answering`) }
+      ? { stopped: [], failed: ledger.open().filter((entry) => !entry.embedded && !ledger.heldNothing(entry.target, entry.jobId)).map((entry) => `${entry.jobId} at ${entry.target}: running since ${entry.at}; not stopped: the run ended when the target stopped answering`) }
       : await stopOpenSessions(ledger, settings, (entry) => !entry.embedded);
   if (leftOpen.stopped.length) console.log(`Stopped ${leftOpen.stopped.length} session(s) the run left:\n  ${leftOpen.stopped.join('\n  ')}`);
   if (leftOpen.failed.length) console.error(`Could not stop ${leftOpen.failed.length} session(s):\n  ${leftOpen.failed.join('\n  ')}\nRun \`${NAME} cleanup\` to try again.`);

@@ -102,7 +102,7 @@ export const SETTINGS_TABLE: { env: string; flag?: string; default: string; mean
   { env: 'SCRAPE_GAP_MS', default: '2000', meaning: 'Pause between scrape and interact in the short billing check: at 2 s or more, a clock started at the scrape shows in the credits alone.' },
   { env: 'REQUEST_TIMEOUT_MS', default: '30000', meaning: 'Total deadline of one request, body included.' },
   { env: 'MAX_BODY_BYTES', default: '1048576', meaning: 'Largest answer body read, after decompression.' },
-  { env: 'BACKOFF_BUDGET_MS', default: '300000', meaning: 'How long one request may keep retrying after 429; once one waited it in vain, the team\'s other requests give up (its stops after 5 s more): the run waits one budget.' },
+  { env: 'BACKOFF_BUDGET_MS', default: '300000', meaning: 'How long one request may keep retrying after 429; once one waited it in vain, the team\'s other requests on that limit give up (its stops after 5 s more) until one gets through.' },
   { env: 'DURATION_TOLERANCE_MS', default: '20', meaning: 'Widening of the measured interval on each side.' },
   { env: 'TEST_TIMEOUT_MS', default: '30000 embedded; derived from the budget otherwise', meaning: 'Timeout of one test.' },
   { env: 'RUN_TIMEOUT_MS', default: '600000 embedded; 3600000 otherwise', meaning: 'Timeout of the whole run.' },

@@ -38,26 +38,31 @@ export class BackoffQueue {
   }
 
   /**
-   * Said by a request whose back-off budget ran out: the team's limiter did not recover within it.
-   * Every other request of the run for that team then gives up at once, instead of waiting a budget
-   * of its own (an owner's stop tries a few seconds more): a limiter that never recovers ends the run within one budget.
+   * Said by a request whose back-off budget ran out: the team's `limiter` did not recover within it.
+   * Every other request of the run for that team and limiter then gives up at once, instead of waiting
+   * a budget of its own (an owner's stop tries a few seconds more): a limiter that never recovers ends
+   * the run within one budget. Until a request of theirs gets through (`recovered`).
    */
-  exhaust(): void {
+  exhaust(limiter: string): void {
     mkdirSync(this.dir, { recursive: true });
-    writeFileSync(path.join(this.dir, EXHAUSTED), '');
+    writeFileSync(path.join(this.dir, `${EXHAUSTED}-${limiter}`), '');
   }
 
-  exhausted(): boolean {
-    return existsSync(path.join(this.dir, EXHAUSTED));
+  exhausted(limiter: string): boolean {
+    return existsSync(path.join(this.dir, `${EXHAUSTED}-${limiter}`));
+  }
+
+  recovered(limiter: string): void {
+    rmSync(path.join(this.dir, `${EXHAUSTED}-${limiter}`), { force: true });
   }
 
   /**
    * Resolves when no older ticket is out (a request without one waits for every ticket), or once the
-   * team's budget ran out or `deadline` passed. Whether this request had its turn: only a request that
+   * team's budget for `limiter` ran out or `deadline` passed. Whether this request had its turn: only a request that
    * had it and still met 429 past its budget shows a limiter that does not recover, not a long queue.
    */
-  async turn(deadline: number, signal: AbortSignal): Promise<boolean> {
-    while (performance.now() < deadline && !this.exhausted()) {
+  async turn(deadline: number, signal: AbortSignal, limiter: string): Promise<boolean> {
+    while (performance.now() < deadline && !this.exhausted(limiter)) {
       const first = this.oldest();
       if (!first || first === this.ticket) return true;
       await sleep(200, undefined, { signal });
@@ -73,6 +78,6 @@ export class BackoffQueue {
     } catch {
       return undefined;
     }
-    return names.find((name) => name !== EXHAUSTED && (name === this.ticket || alive(Number(name.split('-')[1]))));
+    return names.find((name) => !name.startsWith(EXHAUSTED) && (name === this.ticket || alive(Number(name.split('-')[1]))));
   }
 }

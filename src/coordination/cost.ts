@@ -206,7 +206,7 @@ export function describeCost(cost: Cost): string[] {
     lines.push(`  predicted before the first test: at most ${sessions} session(s) of SESSION_BUDGET=${budget} and ${scrapes} scrape(s), about ${credits} credit(s) at the target's price`);
   }
   for (const [team, count] of Object.entries(cost.unearned ?? {})) {
-    lines.push(`  429 not earned: the ${team} team's requests met 429 ${count} time(s) while its own schedule had room in the window, and were waited out and sent again: another team or client may share its limit`);
+    lines.push(`  429 not earned: the ${team} team's requests met 429 ${count} time(s) while its own schedule had room in the window, and waited them out: another team or client may share its limit, or the limiter counts refused requests too`);
   }
   if (cost.floor) {
     lines.push(

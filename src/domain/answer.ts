@@ -26,7 +26,7 @@ export interface Answer {
   /** Sent on a kept-alive connection that had already carried a request (`connection` in SendOptions). */
   reusedConnection?: boolean;
   /** A 429's words read (limits.ts), and whether the rate's window had room when it was sent, where the run knows the rate. */
-  refusal?: Refusal & { roomInWindow?: boolean };
+  refusal?: Refusal & { roomInWindow?: boolean; unearned?: boolean };
 }
 
 /** application/json, with or without parameters such as charset: what the specification names for the stop result. */

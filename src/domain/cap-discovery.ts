@@ -36,6 +36,8 @@ export function openingOf(options: CapOptions, owner: Identity, jobId: string, m
   const { api, ledger } = options;
   const entry = { target: api.target.baseURL, jobId, identity: owner.name };
   let sentAt = 0;
+  // Whether the last attempt's outcome is in the ledger already: each attempt has one, so that a job with an interact in flight never reads as holding nothing.
+  let marked = false;
   let roomBefore = false;
   let emptyHanded = 0;
   let emptyHandedSince: number | undefined;
@@ -44,10 +46,12 @@ export function openingOf(options: CapOptions, owner: Identity, jobId: string, m
     onAttempt: () => {
       if (marks) ledger.session('opening', entry);
       sentAt = Date.now();
+      marked = false;
     },
     giveUpOn429: async (attempt: number, answer: Answer) => {
       const receivedAt = Date.now();
-      if (marks) ledger.session('not-opened', entry);
+      if (marks) ledger.session('not-opened', { ...entry, status: 429 });
+      marked = true;
       // A rate's refusal, by its words or by the window's count: wait for the window.
       const { kind, roomInWindow } = answer.refusal ?? {};
       if (kind === 'rate' || (kind === undefined && roomInWindow === false)) return false;
@@ -72,7 +76,7 @@ export function openingOf(options: CapOptions, owner: Identity, jobId: string, m
     },
     /** What came of it: its answer's status, or none (never sent: nothing opened). */
     ended: (status?: number) => {
-      if (marks) ledger.session(status === 200 ? 'live' : (status !== undefined && status >= 400 && status < 500) || (status === undefined && sentAt === 0) ? 'not-opened' : 'maybe-open', { ...entry, status });
+      if (marks && !marked) ledger.session(status === 200 ? 'live' : (status !== undefined && status >= 400 && status < 500) || (status === undefined && sentAt === 0) ? 'not-opened' : 'maybe-open', { ...entry, status });
     },
   };
   return opening;

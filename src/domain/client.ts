@@ -150,7 +150,7 @@ export function createClient(options: ClientOptions) {
       const queue = on429 !== 'once' ? coordination?.backoffQueue(team) : undefined;
       const limiter = request.as.withoutValidKey ? undefined : limiterOf(request.method, request.path);
       const schedule = limiter ? coordination?.schedule(team, limiter) : undefined;
-      // An owner's stop (of its own sessions, or a probe of an unknown job) goes first, and waits on its own budget: other requests that gave up never take a live session's stop with them.
+      // An owner's stop (of its own sessions, or a probe of an unknown job) goes first, and still tries after other requests gave up: they never take a live session's stop with them.
       const first = request.method === 'DELETE' && request.as.owner === true;
       // The burst and one-off probes go at once, and, once the target stopped answering, the stops that end the run: they take their places all the same.
       const paced = on429 !== 'once' && !request.pooled && !(first && coordination?.hanging());
@@ -173,6 +173,9 @@ export function createClient(options: ClientOptions) {
       let lastStatus: number | undefined;
       // Places under the learnt rate that met a limit's 429 in a row.
       let refusedWhenPlaced = 0;
+      // An owner's stop once its limiter's budget ran out in vain for another request: until when it still tries.
+      let graceUntil: number | undefined;
+      const exhaustedKey = limiter ?? 'other';
       const isCap = (answer: Answer) => request.opens === true && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true));
       // Every 429 so far, this answer's included, was a cap's: what a reproduction must not send into the rate limit.
       const onlyCapped = (answer: Answer) => {
@@ -183,17 +186,16 @@ export function createClient(options: ClientOptions) {
           const planned = schedule?.rate() !== undefined;
           // Once the rate is known, the schedule keeps the order; before, the back-off queue does.
           const turnFrom = performance.now();
-          const hadTurn = queue && !planned ? await queue.turn(deadline, signal).catch(cancelled('waiting its turn after 429')) : true;
+          const hadTurn = queue && !planned ? await queue.turn(deadline, signal, exhaustedKey).catch(cancelled('waiting its turn after 429')) : true;
           waitedForLimit += performance.now() - turnFrom;
           // Another request of the run waited its whole budget for this team's limit in vain: one try, no waiting; an owner's stop, a few seconds.
-          const exhausted = queue?.exhausted() ?? false;
+          const exhausted = queue?.exhausted(exhaustedKey) ?? false;
           const giveUp = !first && exhausted;
-          if (first && exhausted) deadline = Math.min(deadline, turnFrom + AFTER_EXHAUSTION_MS);
           let at: number | undefined;
           if (schedule && paced) {
-            const place = await schedule.admit(first, since, signal, latest).catch(cancelled('waiting for a place under the rate limit'));
+            const place = await schedule.admit(first, since, signal, refusedWhenPlaced < PLACES_REFUSED ? latest : deadline).catch(cancelled('waiting for a place under the rate limit'));
             // Waiting for a place is the plan, not a limiter that does not recover, until places in a row met 429: then the plan no longer holds.
-            if (refusedWhenPlaced < PLACES_REFUSED) deadline = Math.min(deadline + place.waitedMs, latest);
+            if (refusedWhenPlaced < PLACES_REFUSED) deadline = Math.min(deadline + place.waitedMs, latest, graceUntil ?? Infinity);
             waitedForLimit += place.waitedMs;
             at = place.at;
           }
@@ -210,6 +212,7 @@ export function createClient(options: ClientOptions) {
             spell?.leave();
           }
           lastStatus = answer.status;
+          if (exhausted && answer.status !== 429) queue?.recovered(exhaustedKey);
           countRequest(request.as.team ?? 'keyless', JOB_OF_PATH.test(request.path), answer.status);
           if (request.method === 'DELETE' && !request.pooled && (answer.status === 200 || answer.status === 404)) recentStops.set(target.baseURL, [...(recentStops.get(target.baseURL) ?? []), answer.receivedAt - answer.sentAt].slice(-RECENT_STOPS));
           if (schedule && at !== undefined) {
@@ -237,8 +240,8 @@ export function createClient(options: ClientOptions) {
             // A cap's refusal of an interact that would open a session waits for a slot, not for a limiter to recover: not a back-off.
             const capped = isCap(answer);
             if (!capped) limitRefused = true;
-            // Refused while this team's own window had room: not its schedule's doing, and said in the summary.
-            if (!capped && answer.refusal?.roomInWindow === true) countUnearned(team);
+            // Refused while this team's own window had room by a rate that still stands: not its schedule's doing, and said in the summary.
+            if (!capped && answer.refusal?.unearned) countUnearned(team);
             refusedWhenPlaced = !capped && planned ? refusedWhenPlaced + 1 : 0;
             if (capped) deadline = Math.min(deadline + wait, latest);
             else if (!schedule?.rate()) queue?.join();
@@ -250,18 +253,20 @@ export function createClient(options: ClientOptions) {
                   `(${answer.headers['retry-after'] ? `Retry-After: ${answer.headers['retry-after']}` : 'no Retry-After'}); ${Math.round((performance.now() - started) / 1000)} s so far, at most ${Math.round(settings.backoffBudgetMs / 1000)} s (BACKOFF_BUDGET_MS).`,
               );
             }
+            // Another request's budget ran out in vain: an owner's stop tries 5 s, or one wait the target asks for, more.
+            if (first && exhausted) deadline = Math.min(deadline, (graceUntil ??= performance.now() + Math.max(AFTER_EXHAUSTION_MS, wait + 1_000)));
             if (performance.now() + wait <= deadline) {
               await sleep(wait, undefined, { signal }).catch(cancelled('backing off after 429'));
               continue;
             }
-            if (hadTurn) queue?.exhaust();
+            if (hadTurn && (!first || on429 === 'retry')) queue?.exhaust(exhaustedKey);
             if (on429 === 'retry') {
               await record(options, answer, request);
-              throw new RunError(
-                `${request.method} ${request.path} as ${request.as.name} still answered 429 after ${attempts} attempts: the back-off budget ` +
-                  `(BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) is used up. Raise it, or run fewer workers against this target.`,
-                429,
-              );
+              const why =
+                graceUntil !== undefined && deadline >= graceUntil
+                  ? `another request of this run waited the whole back-off budget (BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) for this limit in vain, and this stop tried a few seconds more`
+                  : `the back-off budget (BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}) is used up. Raise it, or run fewer workers against this target.`;
+              throw new RunError(`${request.method} ${request.path} as ${request.as.name} still answered 429 after ${attempts} attempts: ${why}`, 429);
             }
           }
           onlyCapped(answer);
@@ -284,9 +289,12 @@ export function createClient(options: ClientOptions) {
 function judge(schedule: Schedule, at: number, answer: Answer, request: SendOptions): Answer['refusal'] {
   const refusal = readRefusal(answer.text, answer.headers);
   const room = schedule.hadRoom(at);
+  const before = schedule.rate();
   const rate = refusal.kind === 'rate' || (refusal.kind === undefined && !request.opens && request.on429 !== 'once');
   if (rate) schedule.learn(at, refusal);
-  return { ...refusal, ...(room === undefined ? {} : { roomInWindow: room }) };
+  // Room by a rate this refusal did not correct, and no cap's words: another's use of the limit, not the schedule's error.
+  const unearned = room === true && refusal.kind !== 'cap' && JSON.stringify(schedule.rate()) === JSON.stringify(before);
+  return { ...refusal, ...(room === undefined ? {} : { roomInWindow: room }), ...(unearned ? { unearned } : {}) };
 }
 
 const TIMED_OUT = /no complete answer within \d+ ms/;

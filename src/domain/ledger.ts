@@ -149,13 +149,12 @@ export class Ledger {
     return this.endedInThisProcess.has(`${target} ${jobKey(jobId)} ${owner}`);
   }
 
-  /** Jobs created and not ended by a stop of the team that created them, oldest first; not those whose interacts all opened nothing. */
+  /** Jobs created and not ended by a stop of the team that created them, oldest first. */
   open(): Extract<LedgerEntry, { event: 'created' }>[] {
-    const { open, refused } = this.read();
-    return open.filter((entry) => !refused.has(`${entry.target} ${jobKey(entry.jobId)}`));
+    return this.read().open;
   }
 
-  /** Whether the job's last interact that would open a session opened nothing (a 4xx, a 429 the run gave up on, or never sent). */
+  /** Whether every interact that would open the job's session since its last stop was refused (a 4xx, a 429 the run gave up on) or never sent: it holds nothing, unless the target opens sessions it refuses. */
   heldNothing(target: string, jobId: string): boolean {
     return this.read().refused.has(`${target} ${jobKey(jobId)}`);
   }
@@ -226,7 +225,7 @@ export class Ledger {
     for (const entry of this.entries()) {
       if (!('jobId' in entry) || entry.jobId === undefined) continue;
       const key = `${entry.target} ${jobKey(entry.jobId)}`;
-      // A session opened again on a stopped job is 'created' after its interact's 'live': it stays live.
+      // A session opened again on a stopped job is 'created' between its interact's 'opening' and 'live': that keeps it live.
       if (entry.event === 'created') open.set(key, entry);
       else if (entry.event === 'opening') (live.add(key), triesOf(key).sent++);
       else if (entry.event === 'live' || entry.event === 'maybe-open') (live.add(key), (triesOf(key).held = true));

@@ -242,9 +242,10 @@ export class Sessions {
     await Promise.allSettled(this.inFlight);
     // All at once: a target that is slow to answer a stop holds up the end of the run once, not once per session.
     const { ledger, api } = this.options;
-    const open = this.created.filter(({ jobId, owner }) => !ledger.endedHere(api.target.baseURL, jobId, owner.name) && !ledger.heldNothing(api.target.baseURL, jobId));
+    const open = this.created.filter(({ jobId, owner }) => !ledger.endedHere(api.target.baseURL, jobId, owner.name));
     const outcomes = await Promise.all(open.map(async ({ jobId, owner }) => ({ jobId, problem: await stopAsOwner(cleaner, owner, jobId) })));
-    const problems = outcomes.filter(({ problem }) => problem).map(({ jobId, problem }) => `${jobId} (${problem})`);
+    // A job whose interacts were all refused was stopped in case the target opens what it refuses; one that could not be is not reported as left running.
+    const problems = outcomes.filter(({ jobId, problem }) => problem && !ledger.heldNothing(api.target.baseURL, jobId)).map(({ jobId, problem }) => `${jobId} (${problem})`);
     // Room stays taken for a session that could not be stopped: it may still count against the cap.
     if (!problems.length) for (const room of this.room.values()) (room.slots.release(), (room.taken = 0));
     return problems;

@@ -1,0 +1,72 @@
+/**
+ * The ledger believes a refusal: a job every one of whose interacts was refused holds nothing, one
+ * with an interact in flight or answered otherwise may hold a session, and each attempt has one outcome.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { tempDir } from './temp';
+import { Ledger } from '../src/domain/ledger';
+import { openingOf } from '../src/domain/cap-discovery';
+import { lastStatusOf, RunError } from '../src/config/errors';
+import type { Client } from '../src/domain/client';
+import type { Answer } from '../src/domain/answer';
+import type { Identity } from '../src/domain/target';
+
+const TARGET = 'http://target';
+const owner = { name: 'owner team' } as Identity;
+const refusedForRate = { status: 429, refusal: { kind: 'rate' } } as unknown as Answer;
+
+test('a job whose interacts were all refused holds nothing; one with an interact in flight, or answered 202, may hold a session', async () => {
+  const ledger = new Ledger(path.join(tempDir('ledger-'), 'ledger.jsonl'));
+  const options = { api: { target: { baseURL: TARGET } } as Client, ledger, settings: { requestTimeoutMs: 1_000 } };
+  const job = (jobId: string) => (ledger.created({ target: TARGET, embedded: false, jobId, identity: owner.name }), jobId);
+
+  // Two interacts at once: the first refused for the rate, given up after its budget (its 429 marked once, not again at its end).
+  const atOnce = job('11111111-1111-4111-8111-111111111111');
+  const [a, b] = [openingOf(options, owner, atOnce, true), openingOf(options, owner, atOnce, true)];
+  a.onAttempt();
+  b.onAttempt();
+  assert.equal(await a.giveUpOn429(1, refusedForRate), false);
+  a.ended(lastStatusOf(new RunError('still answered 429: the back-off budget is used up', 429)));
+  assert.equal(ledger.heldNothing(TARGET, atOnce), false, 'the second is still in flight');
+  b.ended(429);
+  assert.equal(ledger.heldNothing(TARGET, atOnce), true, 'both refused');
+
+  // Answered 202, or cut off in flight: perhaps a session.
+  const accepted = job('22222222-2222-4222-8222-222222222222');
+  const c = openingOf(options, owner, accepted, true);
+  c.onAttempt();
+  c.ended(202);
+  assert.equal(ledger.heldNothing(TARGET, accepted), false);
+  const cut = job('33333333-3333-4333-8333-333333333333');
+  const d = openingOf(options, owner, cut, true);
+  d.onAttempt();
+  d.ended(lastStatusOf(new Error('socket hang up')));
+  assert.equal(ledger.heldNothing(TARGET, cut), false);
+
+  // Cancelled before it was ever sent: nothing.
+  const unsent = job('44444444-4444-4444-8444-444444444444');
+  openingOf(options, owner, unsent, true).ended(undefined);
+  assert.equal(ledger.heldNothing(TARGET, unsent), true);
+
+  // Every job stays in the ledger's open list: the teardowns stop them all the same, in case the target opens what it refuses.
+  assert.equal(ledger.open().length, 4);
+});
+
+test('a session opened again on a stopped job counts as live, its refusals before forgotten', () => {
+  const ledger = new Ledger(path.join(tempDir('ledger-'), 'ledger.jsonl'));
+  const jobId = '55555555-5555-4555-8555-555555555555';
+  const entry = { target: TARGET, jobId, identity: owner.name };
+  ledger.created({ ...entry, embedded: false });
+  ledger.session('opening', entry);
+  ledger.session('live', entry);
+  ledger.ended({ ...entry, status: 200 });
+  assert.equal(ledger.open().length, 0);
+  // An interact on the stopped job opens a session: 'created' comes between its 'opening' and its 'live'.
+  ledger.session('opening', entry);
+  ledger.created({ ...entry, embedded: false });
+  ledger.session('live', entry);
+  assert.equal(ledger.liveSessions(TARGET, owner.name), 1);
+  assert.equal(ledger.heldNothing(TARGET, jobId), false);
+});
