@@ -29,9 +29,10 @@ export async function stopOpenSessions(ledger: Ledger, settings: Settings, inclu
         failed.push(`${label}: created by the ${entry.identity}, whose key was not given${entry.identity === 'burst team' ? '; run the cleanup with BURST_API_KEY too' : ''}`);
         return;
       }
-      const problem = await stopAsOwner(createClient({ target, settings, ledger, coordination: new Coordination(settings.reportsDir, target.baseURL, settings.rateLimit) }), owner, entry.jobId);
-      // A job whose interacts were all refused is stopped all the same (a target may open what it refuses), but not reported as perhaps running.
-      if (problem && !ledger.heldNothing(entry.target, entry.jobId)) failed.push(`${label}: running since ${entry.at}; ${problem}`);
+      // A job whose interacts were all refused gets one stop (a target may open what it refuses), not waited for nor reported as perhaps running.
+      const once = ledger.heldNothing(entry.target, entry.jobId);
+      const problem = await stopAsOwner(createClient({ target, settings, ledger, coordination: new Coordination(settings.reportsDir, target.baseURL, settings.rateLimit) }), owner, entry.jobId, { once });
+      if (problem && !once) failed.push(`${label}: running since ${entry.at}; ${problem}`);
       else stopped.push(label);
     }),
   );
@@ -47,16 +48,16 @@ const CLEANUP_PAUSE_MS = 500;
  * run's back-off budget), a 5xx is tried again CLEANUP_TRIES_ON_5XX times in all. Returns why the
  * session could not be stopped, or undefined once it is gone.
  */
-export async function stopAsOwner(client: Client, owner: Identity, jobId: string): Promise<string | undefined> {
+export async function stopAsOwner(client: Client, owner: Identity, jobId: string, { once = false } = {}): Promise<string | undefined> {
   for (let attempt = 1; ; attempt++) {
     let stop: Answer;
     try {
-      stop = await client.stop(jobId, owner);
+      stop = await client.stop(jobId, owner, once ? { on429: 'once' } : {});
     } catch (error) {
       return (error as Error).message;
     }
     if (stop.status === 200 || stop.status === 404) return undefined;
-    if (stop.status < 500 || attempt >= CLEANUP_TRIES_ON_5XX) return `the stop answered ${stop.status}${attempt > 1 ? `, ${attempt} times` : ''}`;
+    if (stop.status < 500 || once || attempt >= CLEANUP_TRIES_ON_5XX) return `the stop answered ${stop.status}${attempt > 1 ? `, ${attempt} times` : ''}`;
     await sleep(CLEANUP_PAUSE_MS * attempt);
   }
 }

@@ -243,8 +243,8 @@ export class Sessions {
     // All at once: a target that is slow to answer a stop holds up the end of the run once, not once per session.
     const { ledger, api } = this.options;
     const open = this.created.filter(({ jobId, owner }) => !ledger.endedHere(api.target.baseURL, jobId, owner.name));
-    const outcomes = await Promise.all(open.map(async ({ jobId, owner }) => ({ jobId, problem: await stopAsOwner(cleaner, owner, jobId) })));
-    // A job whose interacts were all refused was stopped in case the target opens what it refuses; one that could not be is not reported as left running.
+    // A job whose interacts were all refused gets one stop, in case the target opens what it refuses: not waited for, nor reported as left running.
+    const outcomes = await Promise.all(open.map(async ({ jobId, owner }) => ({ jobId, problem: await stopAsOwner(cleaner, owner, jobId, { once: ledger.heldNothing(api.target.baseURL, jobId) }) })));
     const problems = outcomes.filter(({ jobId, problem }) => problem && !ledger.heldNothing(api.target.baseURL, jobId)).map(({ jobId, problem }) => `${jobId} (${problem})`);
     // Room stays taken for a session that could not be stopped: it may still count against the cap.
     if (!problems.length) for (const room of this.room.values()) (room.slots.release(), (room.taken = 0));
