@@ -233,6 +233,24 @@ export const faultyVariants: Variant[] = [
     }),
   },
   { name: 'foreign-refusal-restarts-clock', breaks: 'foreign-team', description: "restarts a session's billing clock when another team's stop is refused", options: refusalRestartsClock(403) },
+  {
+    name: 'forbidden-quotes-owner-key',
+    breaks: 'foreign-team',
+    description: "names, in another team's 403, the start of the key that owns the session",
+    options: stopReply((r, _team, jobId, state) => {
+      const owner = state.teams.find((t) => t.id === state.sessions.get(jobId)?.teamId);
+      return r.status === 403 && owner ? withBody(r, { error: `Forbidden: the session belongs to key ${owner.keys[0].slice(0, 22)}...` }) : r;
+    }),
+  },
+  {
+    name: 'forbidden-tells-billing-in-words',
+    breaks: 'foreign-team',
+    description: "tells another team, in its 403's words, how long the session has run and what it has cost so far",
+    options: stopReply((r, _team, jobId, state) => {
+      const session = state.sessions.get(jobId);
+      return r.status === 403 && session ? withBody(r, { error: `Forbidden: session running ${Math.round(state.clock() - session.startedAt)} ms, ${creditsFor(state.clock() - session.startedAt)} credits so far` }) : r;
+    }),
+  },
   { name: 'forbidden-reveals-billing', breaks: 'foreign-team', description: "tells another team the session's duration and credits so far in its 403", options: stopReply((r, _team, jobId, state) => (r.status === 403 ? withBody(r, billingSoFar(state, jobId)) : r)) },
   {
     name: 'refusal-then-interact-restarts-clock',

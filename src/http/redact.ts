@@ -16,8 +16,12 @@ function formsOf(secret: string): string[] {
   return [secret, JSON.stringify(secret).slice(1, -1), secret.replace(/\//g, '\\/'), encodeURIComponent(secret), ...base64].filter((form) => form.length >= 6);
 }
 
+/** Each label's first key, raw: for what a refusal must not quote of it. */
+const keysByLabel = new Map<string, string>();
+
 export function registerSecret(value: string | undefined, label: string): void {
   if (!value) return;
+  if (!keysByLabel.has(label)) (keysByLabel.set(label, value), (pieces = undefined));
   for (const form of formsOf(value)) if (!forms.has(form)) forms.set(form, `[${label}]`);
   ordered = [...forms].sort(([a], [b]) => b.length - a.length);
 }
@@ -27,6 +31,8 @@ export function redact(text: string): string {
   for (const [form, label] of ordered) {
     if (result.includes(form)) result = result.split(form).join(label);
   }
+  // A target that quotes part of the owner's key: that part is a secret too.
+  for (const piece of ownerKeyPieces()) if (result.includes(piece)) result = result.split(piece).join(PIECE_LABEL);
   return result;
 }
 
@@ -45,4 +51,18 @@ export function redactHeaders(headers: Record<string, string>): Record<string, s
     else shown[name] = redact(value);
   }
   return shown;
+}
+
+/** What stands for a piece of the owner's key once redacted: what a refusal must not hold. */
+export const PIECE_LABEL = '[part of API_KEY]';
+const PIECE = 10;
+let pieces: string[] | undefined;
+
+/** Runs of 10 characters of the owner's key (API_KEY) that no other team's key holds. */
+function ownerKeyPieces(): string[] {
+  if (pieces) return pieces;
+  const key = keysByLabel.get('API_KEY') ?? '';
+  const others = ['FOREIGN_API_KEY', 'BURST_API_KEY'].map((label) => keysByLabel.get(label) ?? '');
+  pieces = Array.from({ length: Math.max(0, key.length - PIECE + 1) }, (_, from) => key.slice(from, from + PIECE)).filter((piece) => !others.some((other) => other.includes(piece)));
+  return pieces;
 }
