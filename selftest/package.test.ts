@@ -281,7 +281,9 @@ describe('the kit as a package and as a GitHub Action', { concurrency: true }, (
     assert.equal(readFileSync(path.join(reports, 'allure-history.jsonl'), 'utf8').trim().split('\n').length, 1, 'the run is in the history beside the reports');
     const rows = run.summary.split('\n').filter((line) => /^\| .*\(`[\w-]+`\) \|/.test(line));
     assert.deepEqual(rows.map((row) => row.match(/\(`([\w-]+)`\)/)![1]), RULE_IDS, 'one row per rule');
-    for (const row of rows) assert.match(row, /\| ✅ pass \| (must|should|inferred)(, (must|should|inferred))* \| (?<ran>\d+)\/\k<ran> \|$/);
+    // A busy runner may leave a refusal's proof not verifiable ("the exchanges took too long to tell"): an honest outcome, and the row says so.
+    const slowOnly = (rule: string) => merged.rules[rule as keyof typeof merged.rules].tests.every((t) => t.outcome === 'pass' || (t.outcome === 'not verifiable' && /took too long to tell/.test(t.note ?? '')));
+    for (const row of rows) assert.match(row, slowOnly(row.match(/\(`([\w-]+)`\)/)![1]) ? /\| (✅ pass|❔ not verifiable) \| (must|should|inferred)(, (must|should|inferred))* \| (?<ran>\d+)\/\k<ran> \|$/ : /\| ✅ pass \| (must|should|inferred)(, (must|should|inferred))* \| (?<ran>\d+)\/\k<ran> \|$/);
     assert.match(run.summary, /## Conformance: PASS \(exit code 0\)/);
     assert.match(run.summary, /### What the run spent on the target\n\n- \d+ session\(s\) created and \d+ scrape\(s\), by every team the run used; [\d.]+ credit\(s\) billed/);
     assert.match(run.summary, /embedded reference/);

@@ -58,10 +58,11 @@ export const PIECE_LABEL = '[part of API_KEY]';
 const PIECE = 10;
 let pieces: string[] | undefined;
 
-/** Runs of 10 characters of the owner's key (API_KEY) that no other team's key holds. */
+/** Runs of 10 characters of the owner's key (API_KEY) that no other team's key holds, once another team's key is known. */
 function ownerKeyPieces(): string[] {
   if (pieces) return pieces;
-  const key = keysByLabel.get('API_KEY') ?? '';
+  // Without another team's key, what is the owner's own is not known: a key's common parts ("fc-") are not secrets.
+  const key = keysByLabel.has('FOREIGN_API_KEY') ? (keysByLabel.get('API_KEY') ?? '') : '';
   const others = ['FOREIGN_API_KEY', 'BURST_API_KEY'].map((label) => keysByLabel.get(label) ?? '');
   pieces = Array.from({ length: Math.max(0, key.length - PIECE + 1) }, (_, from) => key.slice(from, from + PIECE)).filter((piece) => !others.some((other) => other.includes(piece)));
   return pieces;
