@@ -193,7 +193,7 @@ export function createClient(options: ClientOptions) {
           const giveUp = !first && exhausted;
           let at: number | undefined;
           if (schedule && paced) {
-            const place = await schedule.admit(first, since, signal, refusedWhenPlaced < PLACES_REFUSED ? latest : deadline).catch(cancelled('waiting for a place under the rate limit'));
+            const place = await schedule.admit(first, since, signal, latest).catch(cancelled('waiting for a place under the rate limit'));
             // Waiting for a place is the plan, not a limiter that does not recover, until places in a row met 429: then the plan no longer holds.
             if (refusedWhenPlaced < PLACES_REFUSED) deadline = Math.min(deadline + place.waitedMs, latest, graceUntil ?? Infinity);
             waitedForLimit += place.waitedMs;
