@@ -52,7 +52,8 @@ export async function stopAsOwner(client: Client, owner: Identity, jobId: string
   for (let attempt = 1; ; attempt++) {
     let stop: Answer;
     try {
-      stop = await client.stop(jobId, owner, once ? { on429: 'once' } : {});
+      // Once: a single try, still paced under the team's rate, so that it takes no place the run planned for others.
+      stop = await client.stop(jobId, owner, once ? { giveUpOn429: async () => true } : {});
     } catch (error) {
       return (error as Error).message;
     }

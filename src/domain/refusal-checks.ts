@@ -3,7 +3,7 @@
  * the sequences model.
  */
 import { summary, type Answer } from './answer';
-import { PIECE_LABEL } from '../http/redact';
+import { quotesOwnerKey } from '../http/redact';
 import { DeclaredBehaviour } from '../config/errors';
 import type { Settings } from '../config/settings';
 import { expect } from '../checks/expect';
@@ -60,7 +60,7 @@ export function expectRevealsNothing(answer: Answer, ownerValues: string[]): voi
   // A rate limit's words may well name a wait in ms: only a refusal for who is asking must not name a duration or credits.
   if (answer.status !== 429) expect(BILLING_IN_WORDS.exec(answer.text)?.[0], `a refusal must not tell the session's duration or credits, in words either: ${summary(answer)}`).toBeUndefined();
   // A 401 may quote the credential it was sent, which the authentication tests make from the owner's key; another team's 403 has no reason to hold any of it.
-  if (answer.status !== 401) expect(answer.text.includes('[API_KEY]') || answer.text.includes(PIECE_LABEL), `a refusal must not quote the owner's key, or 10 characters of it in a row (redacted here): ${summary(answer)}`).toBe(false);
+  if (answer.status !== 401) expect(quotesOwnerKey(answer.text), `a refusal must not quote the owner's key, or 10 characters of it in a row (redacted here): ${summary(answer)}`).toBe(false);
   const leaked = ownerValues.filter((value) => value.length >= 6 && answer.text.includes(value));
   expect(leaked, `a refusal must not carry what belongs to the owner: ${summary(answer)}`).toEqual([]);
 }

@@ -53,8 +53,11 @@ export function redactHeaders(headers: Record<string, string>): Record<string, s
   return shown;
 }
 
-/** What stands for a piece of the owner's key once redacted: what a refusal must not hold. */
-export const PIECE_LABEL = '[part of API_KEY]';
+/** What stands for a piece of the owner's key once redacted. */
+const PIECE_LABEL = '[part of API_KEY]';
+
+/** Whether a redacted text quoted the owner's key, whole or 10 characters of it in a row. */
+export const quotesOwnerKey = (text: string) => text.includes('[API_KEY]') || text.includes(PIECE_LABEL);
 const PIECE = 10;
 let pieces: string[] | undefined;
 
