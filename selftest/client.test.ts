@@ -266,7 +266,7 @@ function spellHolder(reportsDir: string, url: string, holdMs: number) {
       process.stdout.write('asking\\n');
       const asked = performance.now();
       let drainedMs;
-      await spell.hold(5000, new AbortController().signal, () => { drainedMs = performance.now() - asked; process.stdout.write('holding\\n'); return new Promise((resolve) => setTimeout(resolve, ${holdMs})); });
+      await spell.hold(5000, 5000, new AbortController().signal, () => { drainedMs = performance.now() - asked; process.stdout.write('holding\\n'); return new Promise((resolve) => setTimeout(resolve, ${holdMs})); });
       process.stdout.write('drained ' + Math.round(drainedMs) + '\\n');
       process.exit(0);
     });`;
@@ -321,6 +321,22 @@ test("while another process's burst sends, a request waits for it; the burst wai
   } finally {
     server.close();
   }
+});
+
+test('one spell at a time: a second waits until the first is lowered', async () => {
+  const reportsDir = tempDir('spells-');
+  const url = 'http://127.0.0.1:9';
+  const first = spellHolder(reportsDir, url, 800);
+  const second = spellHolder(reportsDir, url, 10);
+  await Promise.all([first.seen('ready'), second.seen('ready')]);
+  first.child.stdin.write('go\n');
+  await first.seen('holding');
+  second.child.stdin.write('go\n');
+  await second.seen('asking');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.doesNotMatch(second.output(), /holding/, 'the second spell has not begun while the first is up');
+  await first.seen('drained');
+  await second.seen('drained');
 });
 
 test('answers reach a test redacted: a key the server echoes in its body or headers never does', async () => {

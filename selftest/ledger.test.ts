@@ -4,6 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir } from './temp';
 import { Ledger } from '../src/domain/ledger';
@@ -69,4 +70,26 @@ test('a session opened again on a stopped job counts as live, its refusals befor
   ledger.session('live', entry);
   assert.equal(ledger.liveSessions(TARGET, owner.name), 1);
   assert.equal(ledger.heldNothing(TARGET, jobId), false);
+});
+
+test('a session stopped by answers without a charge is silent, its life from its interact sent to the first such answer; a reopened job starts a new one', () => {
+  const ledger = new Ledger(path.join(tempDir('ledger-'), 'ledger.jsonl'));
+  const jobId = '33333333-3333-4333-8333-333333333333';
+  const lines = [
+    { event: 'created', at: '2026-01-01T00:00:00.000Z', target: TARGET, embedded: false, jobId, identity: owner.name },
+    { event: 'opening', at: '2026-01-01T00:00:00.100Z', target: TARGET, jobId, identity: owner.name },
+    { event: 'live', at: '2026-01-01T00:00:00.150Z', target: TARGET, jobId, identity: owner.name, status: 200 },
+    { event: 'reported', at: '2026-01-01T00:00:02.100Z', target: TARGET, jobId, identity: owner.name },
+    { event: 'reported', at: '2026-01-01T00:00:03.000Z', target: TARGET, jobId, identity: owner.name },
+    { event: 'opening', at: '2026-01-01T00:00:04.000Z', target: TARGET, jobId, identity: owner.name },
+    { event: 'created', at: '2026-01-01T00:00:04.050Z', target: TARGET, embedded: false, jobId, identity: owner.name },
+    { event: 'reported', at: '2026-01-01T00:00:05.000Z', target: TARGET, jobId, identity: owner.name },
+    { event: 'created', at: '2026-01-01T00:00:06.000Z', target: TARGET, embedded: false, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name },
+    { event: 'opening', at: '2026-01-01T00:00:06.100Z', target: TARGET, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name },
+    { event: 'settled', at: '2026-01-01T00:00:07.100Z', target: TARGET, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name, credits: 0.033333 },
+  ];
+  writeFileSync(ledger.file, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
+  const spending = ledger.spending(TARGET, owner.name);
+  assert.deepEqual(spending.silent, [{ jobId, lifeMs: 2_002 }, { jobId, lifeMs: 1_002 }]);
+  assert.equal(spending.settlements.length, 1);
 });

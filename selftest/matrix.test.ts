@@ -38,6 +38,9 @@ test('the suite catches every faulty variant by its rule, passes every correct o
     .filter((r) => r.verdict !== 'ok')
     .map((r) => `${r.variant.name}: ${r.verdict}\n    ${[r.problem, ...r.tests.filter((t) => t.outcome !== 'pass').slice(0, 3).map((t) => `${t.id} ${t.outcome}: ${t.note}`)].filter(Boolean).join('\n    ')}`);
   assert.deepEqual(wrong, [], 'variants with the wrong outcome');
+  // A minimal success body with an account: its billing and survival proofs priced through the account, the run-wide account check by its sessions' lives.
+  const minimal = run.results.find((r) => r.variant.name === 'minimal-success-body')!.tests.filter((t) => t.outcome === 'not verifiable');
+  assert.ok(minimal.length <= 2, `minimal-success-body: ${minimal.length} tests not verifiable: ${minimal.map((t) => `${t.id}: ${t.note}`).join('; ')}`);
   expectNoLeaks(run);
   // Every failed test's reproduction shows its variant's fault again and is quiet on the reference (the key scan above covers them).
   const reproduced = run.results.flatMap((r) => (r.reproduced ?? []).map((x) => ({ ...x, variant: r.variant.name })));

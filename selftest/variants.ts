@@ -514,6 +514,34 @@ export const faultyVariants: Variant[] = [
       },
     })),
   },
+  {
+    name: 'minimal-body-charged-by-started-minute',
+    breaks: 'billing',
+    description: 'answers {"success": true} only, and charges the account 2 credits per started minute',
+    options: behaviour((base, state) => ({
+      stop: (team, jobId) => {
+        const reply = base.stop(team, jobId);
+        const charge = reply.status === 200 ? state.charges.at(-1) : undefined;
+        if (charge) charge.credits = Math.max(1, Math.ceil(charge.durationMs / 60_000)) * 2;
+        return reply.status === 200 ? { ...reply, body: { success: true } } : reply;
+      },
+    })),
+  },
+  {
+    name: 'minimal-body-refusal-ends-session',
+    breaks: 'foreign-team',
+    description: "answers {\"success\": true} only; ends a session, unbilled, when it refuses another team's stop of it, and answers the owner's later stop 200 {\"success\": true} all the same",
+    options: behaviour((base, state) => ({
+      send: stopsWhenRefusing(403, base, state),
+      stop: (team, jobId) => {
+        const reply = base.stop(team, jobId);
+        const stopped = reply.status === 404 ? state.stopped.get(jobId) : undefined;
+        // Another team is refused as before, so that only the owner's stop can tell the session ended.
+        if (stopped && stopped.teamId !== team.id) return base.error(403, 'Forbidden.');
+        return reply.status === 200 || stopped ? { status: 200, body: { success: true } } : reply;
+      },
+    })),
+  },
   { name: 'second-stop-500', breaks: 'stop-is-final', description: 'crashes (500) on a stopped session', options: stopReply((r, _team, jobId, state) => (r.status === 404 && state.stopped.has(jobId) ? { status: 500, body: { success: false, error: 'session gone' } } : r)) },
   { name: 'stopped-session-200-for-anyone', breaks: 'stop-is-final', description: 'answers 200 {success: true} to any team that stops an already stopped session', options: stopReply((r, _team, jobId, state) => ((r.status === 404 || r.status === 403) && state.stopped.has(jobId) ? { status: 200, body: { success: true } } : r)) },
   { name: 'stopped-reveals-billing', breaks: 'stop-is-final', description: "puts the stopped session's duration and credits in the 404 another team gets", options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.has(jobId) && state.stopped.get(jobId)!.teamId !== team.id ? withBody(r, billingSoFar(state, jobId)) : r)) },

@@ -133,3 +133,14 @@ test('the account judges money: exact is a pass, a settlement reported twice and
   assert.equal(judgeAccount(1000, { remaining: 1000 - expected - 0.041667, still: true }, small, 5000).outcome, 'fail');
   assert.equal(accountTolerance({ settlements: [{ jobId: 'x', settled: [{ credits: 2 }], reports: 1 }], scrapes: { count: 0, credits: 0, unpriced: 0 } }) < 0.01, true, 'whole credits: to the cent');
 });
+
+test('sessions stopped by answers without a charge may have cost what their lives bill at most, and no more', async () => {
+  const { judgeAccount } = await import('../src/domain/account');
+  // Two sessions of at most 2.5 s and 61 s: at most 3 s and 61 s billed, 0.1 + 2.033333 credits.
+  const spending = { settlements: [], scrapes: { count: 2, credits: 2, unpriced: 0 }, silent: [{ jobId: 'a', lifeMs: 2_500 }, { jobId: 'b', lifeMs: 61_000 }] };
+  const judge = (remaining: number) => judgeAccount(100, { remaining, still: true }, spending, 5000);
+  assert.equal(judge(100 - 2 - 2.1).outcome, 'pass');
+  assert.match(judge(100 - 2 - 2.1).message, /2\.1 credit\(s\) more, within the 2\.133333 credit\(s\) its 2 session\(s\) stopped by answers without a creditsBilled may have cost at most/);
+  assert.equal(judge(100 - 2 - 2.2).outcome, 'not verifiable', 'more than their lives bill');
+  assert.equal(judge(100 - 2 - 4).outcome, 'not verifiable');
+});

@@ -18,7 +18,12 @@ import { channel } from './run-folder';
 import { scheduleFor, type Schedule } from './schedule';
 import { SessionSlots } from './session-slots';
 
+/** Shared by the run's workers once a stop stated its price. */
+const PRICES_STATED = 'stops-state-prices';
+
 export class Coordination {
+  private stated = false;
+
   /** `statedRate`: RATE_LIMIT, the interact limiter's rate when the user states it. */
   constructor(
     readonly reportsDir: string,
@@ -91,11 +96,7 @@ export class Coordination {
       }
       return { unavailable: `the worker that read the ${name} never wrote it` };
     }
-    const write = <V>(value: V) => {
-      writeFileSync(`${file}.tmp`, JSON.stringify(value));
-      renameSync(`${file}.tmp`, file);
-      return value;
-    };
+    const write = <V>(value: V) => (this.share(name, value), value);
     // Whatever happens to this reading, the other workers hear of it.
     return read().then(write, (error: Error) => {
       write({ unavailable: `reading it failed: ${error.message}` });
@@ -103,7 +104,25 @@ export class Coordination {
     });
   }
 
-  /** What `readOnce` wrote, if anything yet. */
+  /** Whether a stop of the run has stated its price (creditsBilled): from then on the account need not tell any. */
+  pricesStated(): boolean {
+    return (this.stated ||= this.readShared(PRICES_STATED) === true);
+  }
+
+  statePrices(): void {
+    if (!this.pricesStated()) this.share(PRICES_STATED, true);
+    this.stated = true;
+  }
+
+  /** Tells the run's other workers `value` under `name`, for `readShared`. */
+  share<T>(name: string, value: T): void {
+    const file = this.sharedFile(name);
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(`${file}.${process.pid}`, JSON.stringify(value));
+    renameSync(`${file}.${process.pid}`, file);
+  }
+
+  /** What `readOnce` or `share` wrote, if anything yet. */
   readShared<T>(name: string): T | { unavailable: string } | undefined {
     const file = this.sharedFile(name);
     return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : undefined;

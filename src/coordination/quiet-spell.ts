@@ -4,13 +4,15 @@
  * process marks itself while it has a request in flight; the burst raises a flag, waits for the
  * other processes' marks to clear, sends, and lowers it; a request that finds a flag up waits.
  * Marking comes before the last look at the flags, and raising the flag before looking at the
- * marks, so that one of the two always sees the other. A flag holds the time it lapses, renewed
- * while it is up: one a killed process left (whose id may be in use again) lapses within seconds.
+ * marks, so that one of the two always sees the other. One flag is up at a time (raised under a
+ * lock once no other is). A flag holds the time it lapses, renewed while it is up: one a killed
+ * process left (whose id may be in use again) lapses within seconds.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { locked } from './file-lock';
 import { alive, channel, writeMaking } from './run-folder';
 
 const inFlight = new Map<string, number>();
@@ -43,8 +45,8 @@ export class QuietSpell {
     this.mark(-1);
   }
 
-  /** Runs `send` once no other process has a request in flight (or `drainMs` has passed), holding back theirs meanwhile. */
-  async hold<T>(drainMs: number, signal: AbortSignal, send: () => Promise<T>): Promise<T> {
+  /** Runs `send` once no other process holds a spell (or `waitMs` has passed) and none has a request in flight (or `drainMs` has passed), holding back theirs meanwhile. */
+  async hold<T>(drainMs: number, waitMs: number, signal: AbortSignal, send: () => Promise<T>): Promise<T> {
     const flag = path.join(this.dir, `quiet-${process.pid}`);
     mkdirSync(this.dir, { recursive: true });
     // Renamed into place, so that a reader never sees it half written.
@@ -52,6 +54,11 @@ export class QuietSpell {
       writeFileSync(`${flag}.next`, String(Date.now() + FLAG_LIFE_MS));
       renameSync(`${flag}.next`, flag);
     };
+    const waitUntil = performance.now() + waitMs;
+    while (!locked(this.dir, () => !this.flagsOfOthers() && (raise(), true))) {
+      if (performance.now() >= waitUntil) break;
+      await sleep(POLL_MS, undefined, { signal });
+    }
     raise();
     const renewal = setInterval(raise, FLAG_LIFE_MS / 3);
     try {

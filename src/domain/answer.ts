@@ -27,7 +27,12 @@ export interface Answer {
   reusedConnection?: boolean;
   /** A 429's words read (limits.ts), and whether the rate's window had room when it was sent, where the run knows the rate. */
   refusal?: Refusal & { roomInWindow?: boolean; unearned?: boolean };
+  /** A stop whose answer states no price: what its team's account moved by around it (account.ts). */
+  charged?: Charged;
 }
+
+/** What the account moved by around one stop, to within `tolerance` (its counter's precision); or why it cannot tell. */
+export type Charged = { credits: number; tolerance: number } | { unknown: string };
 
 /** application/json, with or without parameters such as charset: what the specification names for the stop result. */
 export const JSON_CONTENT_TYPE = /^application\/json\s*(;.*)?$/i;

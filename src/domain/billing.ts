@@ -10,7 +10,7 @@
  * second: between floor(seconds) x 2/60 and ceil(seconds) x 2/60 (per-second floor, ceil, nearest
  * or exact are all accepted), widened by 0.005 credits for rounding in JSON.
  */
-import type { Answer, JsonBody } from './answer';
+import type { Answer, Charged, JsonBody } from './answer';
 import type { BillingRule } from '../config/deviations';
 import { DeclaredBehaviour } from '../config/errors';
 import { expect } from '../checks/expect';
@@ -105,8 +105,11 @@ export function describeRule(rule: BillingRule): string {
  * a charge that neither gives fails, and so does one only the specification gives (the declaration
  * is stale). Each message says what both expect.
  */
-export function expectCreditsFor(body: JsonBody, interval: Interval, settings: Tolerances & Pick<Settings, 'declaredBilling'>): void {
-  const credits = body?.creditsBilled;
+export function expectCreditsFor(body: JsonBody, interval: Interval, settings: Tolerances & Pick<Settings, 'declaredBilling'>, charged?: Charged): void {
+  // A stop result without its charge is held to what the account moved by around the stop, to the account's precision.
+  const byAccount = body?.creditsBilled === undefined && charged && 'credits' in charged ? charged : undefined;
+  const credits = byAccount ? byAccount.credits : body?.creditsBilled;
+  const creditTolerance = Math.max(settings.creditTolerance, byAccount?.tolerance ?? 0);
   const duration = body?.sessionDurationMs;
   const tolerance = settings.durationToleranceMs;
   // The target bills its own clock: the duration it reports, or else the measured interval widened by a step of its declared clock.
@@ -114,8 +117,9 @@ export function expectCreditsFor(body: JsonBody, interval: Interval, settings: T
   const [lo, hi] = typeof duration === 'number' ? [duration - tolerance, duration + tolerance] : [interval.lo - tolerance - step, interval.hi + tolerance + step];
   const { min, max } = proratedRange(lo, hi);
   const basis = `${typeof duration === 'number' ? `sessionDurationMs ${duration}` : 'the measured interval'} ±${tolerance} ms, ${Math.max(0, lo).toFixed(1)}..${hi.toFixed(1)} ms`;
-  const within = (low: number, high: number) => typeof credits === 'number' && credits >= +(low - settings.creditTolerance).toFixed(6) && credits <= +(high + settings.creditTolerance).toFixed(6);
-  let why = `creditsBilled ${JSON.stringify(credits)} must be 2 credits/minute prorated by the second for ${basis}: between ${min.toFixed(6)} and ${max.toFixed(6)} (±${settings.creditTolerance} for rounding)`;
+  const within = (low: number, high: number) => typeof credits === 'number' && credits >= +(low - creditTolerance).toFixed(6) && credits <= +(high + creditTolerance).toFixed(6);
+  const what = byAccount ? `The account's charge around the stop, ${credits} (its answer gives no creditsBilled),` : `creditsBilled ${JSON.stringify(credits)}`;
+  let why = `${what} must be 2 credits/minute prorated by the second for ${basis}: between ${min.toFixed(6)} and ${max.toFixed(6)} (±${creditTolerance} for rounding)`;
   const declared = settings.declaredBilling;
   if (declared) {
     const [low, high] = [chargeUnder(declared.rule, lo), chargeUnder(declared.rule, hi)];
@@ -127,8 +131,8 @@ export function expectCreditsFor(body: JsonBody, interval: Interval, settings: T
     expect(bySpecification ? 'per the specification only' : 'per neither', why).toBe('per the declared rule');
   }
   expect(typeof credits, why).toBe('number');
-  expect(credits, why).toBeGreaterThanOrEqual(+(min - settings.creditTolerance).toFixed(6));
-  expect(credits, why).toBeLessThanOrEqual(+(max + settings.creditTolerance).toFixed(6));
+  expect(credits, why).toBeGreaterThanOrEqual(+(min - creditTolerance).toFixed(6));
+  expect(credits, why).toBeLessThanOrEqual(+(max + creditTolerance).toFixed(6));
 }
 
 /**
@@ -154,18 +158,23 @@ export function expectSurvived(stop: Answer, session: Pick<Session, 'created'>, 
         'the exchanges took too long to tell a session that lived through the refusal from one restarted by it',
     };
   }
-  const credits = stop.body?.creditsBilled;
+  // Without its charge in the answer, what the account moved by around the stop, to the account's precision.
+  const byAccount = stop.body?.creditsBilled === undefined && stop.charged && 'credits' in stop.charged ? stop.charged : undefined;
+  const credits = byAccount ? byAccount.credits : stop.body?.creditsBilled;
+  const creditTolerance = Math.max(settings.creditTolerance, byAccount?.tolerance ?? 0);
   if (typeof credits === 'number') {
     const wholeMin = proratedRange(whole.lo - settings.durationToleranceMs - step, 0).min;
     const restartedMax = proratedRange(0, restartedHi).max;
-    if (wholeMin > restartedMax + settings.creditTolerance) {
-      expect(credits, `creditsBilled ${credits} must cover the whole session (${describeInterval(whole)}): at least ${wholeMin.toFixed(6)}`).toBeGreaterThanOrEqual(+(wholeMin - settings.creditTolerance).toFixed(6));
+    if (wholeMin > restartedMax + creditTolerance) {
+      const what = byAccount ? `the account's charge around the stop, ${credits} (its answer gives no creditsBilled),` : `creditsBilled ${credits}`;
+      expect(credits, `${what} must cover the whole session (${describeInterval(whole)}): at least ${wholeMin.toFixed(6)}`).toBeGreaterThanOrEqual(+(wholeMin - creditTolerance).toFixed(6));
       return {};
     }
   }
+  const unpriced = stop.charged && 'unknown' in stop.charged ? `; the account could not price it: ${stop.charged.unknown}` : '';
   return {
     notVerifiable:
       "the owner's stop answered 200 without a sessionDurationMs, and without a charge only a session that lived through the refusal could reach: " +
-      'a refusal that ended the session cannot be told apart from one that did not',
+      `a refusal that ended the session cannot be told apart from one that did not${unpriced}`,
   };
 }

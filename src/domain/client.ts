@@ -138,8 +138,8 @@ export function createClient(options: ClientOptions) {
       connections.delete(connection);
       connection.destroy();
     },
-    /** Runs `send` while no other worker's request is in flight (at most REQUEST_TIMEOUT_MS is waited for them), holding theirs back. */
-    quietly: <T>(send: () => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, signal, send) : send()),
+    /** Runs `send` while no other worker's request is in flight (at most REQUEST_TIMEOUT_MS is waited for them, a back-off budget for another's spell), holding theirs back. */
+    quietly: <T>(send: () => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, settings.backoffBudgetMs, signal, send) : send()),
     /** The stop of `jobId`'s session as `as`: DELETE /v2/scrape/{jobId}/interact. */
     stop(jobId: string, as: Identity, options: Omit<SendOptions, 'method' | 'path' | 'as'> = {}): Promise<Answer> {
       return this.send({ method: 'DELETE', path: interactPath(jobId), as, ...options });
@@ -320,13 +320,15 @@ async function sendOnce({ target, settings, endsRunOnHang, coordination }: Clien
 }
 
 /** The owner's stop that ended a session, and every settlement a stop reported, go in the ledger; the exchange goes in the report. */
-async function record({ target, ledger, attach, onAnswer }: ClientOptions, answer: Answer, request: SendOptions): Promise<void> {
+async function record({ target, ledger, attach, onAnswer, coordination }: ClientOptions, answer: Answer, request: SendOptions): Promise<void> {
   onAnswer?.(answer, request);
   const jobId = JOB_OF_PATH.exec(answer.path)?.[1];
   if (answer.method === 'POST' && answer.path === '/v2/scrape' && answer.status === 200) countScrape();
   const settled = jobId && answer.method === 'DELETE' ? settlementOf(answer) : undefined;
   if (ledger && jobId && settled) ledger.settled({ target: target.baseURL, jobId, identity: request.as.name, ...settled });
   else if (ledger && jobId && answer.method === 'DELETE' && answer.status === 200) ledger.reported({ target: target.baseURL, jobId, identity: request.as.name });
+  // A stop that states its price: no stop of the run needs the account to tell one (account.ts stopPriced).
+  if (jobId && answer.method === 'DELETE' && answer.status === 200 && typeof answer.body?.creditsBilled === 'number') coordination?.statePrices();
   // A repeat stop that replays the first one's result is no new charge.
   if (jobId && answer.method === 'DELETE' && answer.status === 200 && !(request.as.owner && ledger?.endedHere(target.baseURL, jobId, request.as.name))) countCredits(answer.body?.creditsBilled);
   if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {

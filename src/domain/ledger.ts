@@ -26,6 +26,8 @@ export interface Spending {
   settlements: { jobId: string; settled: Settled[]; reports: number }[];
   /** The team's scrapes: how many, what those that gave a price (data.metadata.creditsUsed) cost, and how many gave none. */
   scrapes: { count: number; credits: number; unpriced: number };
+  /** Sessions whose stops all answered 200 without a charge (a minimal body): the longest each can have lived, from its interact sent to its first such answer. */
+  silent?: { jobId: string; lifeMs: number }[];
 }
 
 export const ledgerFile = (reportsDir: string) => path.join(reportsDir, 'ledger.jsonl');
@@ -80,14 +82,24 @@ export class Ledger {
   /** What the run was charged on the account of the team `identity` stands for: the settlements of the jobs it created, and its scrapes. */
   spending(target: string, identity: string): Spending {
     // A job's sessions, one after the other: an interact that opened a new one on a stopped job wrote 'created' again.
-    const jobs = new Map<string, { jobId: string; sessions: { settled: Settled[]; reports: number }[] }>();
+    type Life = { settled: Settled[]; reports: number; openedAt?: number; reportedAt?: number };
+    const jobs = new Map<string, { jobId: string; sessions: Life[]; openingAt?: number }>();
     const scrapes = { count: 0, credits: 0, unpriced: 0 };
     for (const entry of this.entries()) {
       if (entry.target !== target) continue;
-      if (entry.event === 'created' && entry.identity === identity) jobs.set(jobKey(entry.jobId), { jobId: entry.jobId, sessions: [...(jobs.get(jobKey(entry.jobId))?.sessions ?? []), { settled: [], reports: 0 }] });
-      else if ((entry.event === 'settled' || entry.event === 'reported') && jobs.has(jobKey(entry.jobId))) {
-        const session = jobs.get(jobKey(entry.jobId))!.sessions.at(-1)!;
+      const job = 'jobId' in entry && entry.jobId !== undefined ? jobs.get(jobKey(entry.jobId)) : undefined;
+      const session = job?.sessions.at(-1);
+      if (entry.event === 'created' && entry.identity === identity) {
+        // An interact that reopens a stopped job is written ('opening') before the session it opened ('created').
+        const reopened = job?.openingAt !== undefined && session?.reportedAt !== undefined && job.openingAt >= session.reportedAt ? job.openingAt : undefined;
+        jobs.set(jobKey(entry.jobId), { jobId: entry.jobId, sessions: [...(job?.sessions ?? []), { settled: [], reports: 0, openedAt: reopened }] });
+      } else if (entry.event === 'opening' && job) {
+        job.openingAt = Date.parse(entry.at);
+        session!.openedAt ??= job.openingAt;
+      }
+      else if ((entry.event === 'settled' || entry.event === 'reported') && session) {
         session.reports += 1;
+        session.reportedAt ??= Date.parse(entry.at);
         if (entry.event === 'settled' && !session.settled.some((other) => sameSettlement(other, entry))) session.settled.push({ credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) });
       } else if (entry.event === 'scraped' && entry.identity === identity) {
         scrapes.count += 1;
@@ -95,8 +107,11 @@ export class Ledger {
         else scrapes.unpriced += 1;
       }
     }
-    const settlements = [...jobs.values()].flatMap(({ jobId, sessions }) => sessions.filter((session) => session.settled.length > 0).map((session) => ({ jobId, ...session })));
-    return { settlements, scrapes };
+    const all = [...jobs.values()].flatMap(({ jobId, sessions }) => sessions.map((session) => ({ jobId, ...session })));
+    const settlements = all.filter((session) => session.settled.length > 0).map(({ jobId, settled, reports }) => ({ jobId, settled, reports }));
+    // The ledger's times are whole milliseconds: one more for each end.
+    const silent = all.filter((session) => !session.settled.length && session.reports && session.openedAt !== undefined).map(({ jobId, openedAt, reportedAt }) => ({ jobId, lifeMs: reportedAt! - openedAt! + 2 }));
+    return { settlements, scrapes, ...(silent.length ? { silent } : {}) };
   }
 
   /**

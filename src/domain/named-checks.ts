@@ -79,9 +79,13 @@ const JUDGES = {
   /** creditsBilled is 2 per minute, prorated by the second, of that duration. */
   credits(stop: Answer | Answer[], opened: Answer, tolerances: Parameters<typeof expectCreditsFor>[2]): Verdict {
     const settled = settlingStop(stop);
-    // A stop result may leave its charge out: then there is nothing to hold to the duration.
-    if (settled.body?.creditsBilled === undefined) return { notVerifiable: 'the stop result has no creditsBilled: billing cannot be checked against the measured duration' };
-    expectCreditsFor(settled.body, measuredInterval({ created: opened }, settled), tolerances);
+    // A stop result may leave its charge out: then the account's move around the stop is held to the duration, where the run could read it.
+    const charged = settled.charged;
+    if (settled.body?.creditsBilled === undefined && !(charged && 'credits' in charged)) {
+      const why = charged && 'unknown' in charged ? `, and the account could not price it: ${charged.unknown}` : ', and no reading of the account priced it';
+      return { notVerifiable: `the stop result has no creditsBilled${why}: billing cannot be checked against the measured duration` };
+    }
+    expectCreditsFor(settled.body, measuredInterval({ created: opened }, settled), tolerances, charged);
   },
   /** The owner's stop after a refusal: 200, and a duration or charge only a session that lived through the refusal could have. */
   survived(stop: Answer, opened: Answer, refusal: Answer, tolerances: Tolerances): Verdict {

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { accountPrices, stopPriced } from './account';
 import { boundsOf, clockStepMs } from './billing';
 import type { Check } from '../checks/checks';
 import { judge, type CheckCall } from './named-checks';
@@ -30,6 +31,14 @@ export const refusalHoldMs = (settings: Pick<Settings, 'durationToleranceMs'> & 
 /** The hold around a request that must leave a session running: sized from its own interact's exchange, or from what stops take on the target now if longer (the owner's stop must not eat the hold). */
 export const holdAroundMs = (api: Client, settings: Settings, created: Answer) => Math.round(refusalHoldMs(settings, Math.max(created.receivedAt - created.sentAt, api.stopExchangeMs())));
 
+/**
+ * The hold before such a request. Where the account may have to price the owner's stop (no stop
+ * has stated its charge yet), 2 s more: a charge billed by the second tells the whole session from
+ * a clock restarted at the refusal only when they differ by whole seconds.
+ */
+export const holdBeforeMs = (api: Client, settings: Settings, created: Answer) => holdAroundMs(api, settings, created) + (accountPrices(api, settings) ? CHARGE_PROOF_MS : 0);
+export const CHARGE_PROOF_MS = 2_000;
+
 interface RefusalContext {
   api: Client;
   sessions: Sessions;
@@ -53,7 +62,8 @@ interface RefusalContext {
 export async function refuseThenOwnerStops(context: RefusalContext, refuser: Identity, refusedCheck: (answers: Answer[]) => CheckCall, { interactAfter = false } = {}): Promise<void> {
   const { api, sessions, session, check, settings, owner } = context;
   const holdMs = holdAroundMs(api, settings, session.created);
-  await step(`hold the session ${holdMs} ms`, () => sleep(holdMs - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
+  const beforeMs = holdBeforeMs(api, settings, session.created);
+  await step(`hold the session ${beforeMs} ms`, () => sleep(beforeMs - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
   const refusersConnection = api.connection();
   const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.stop(session.jobId, refuser, { connection: refusersConnection }));
   // The owner's key under a scheme word its file declares ignored is the owner's: no refusal to repeat.
@@ -83,7 +93,7 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
     if (used.status !== 200) await check('survives', judge.usable(used));
   }
   await step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
-  const stop = await step("the owner stops the session, on the connection the refuser's request came on", () => api.stop(session.jobId, owner, { connection: refusersConnection }));
+  const stop = await step("the owner stops the session, on the connection the refuser's request came on", () => stopPriced(api, session.jobId, owner, settings, { connection: refusersConnection }));
   api.release(refusersConnection);
   // Taken as the owner's key, as the target's file declares: that request stopped the session, and this stop must find it settled.
   if (takenAsOwner && refusal.status === 200) await check('survives', judge.settledBy(stop, refusal));

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from '../../src/playwright/fixtures';
 import { boundsOf, measuredInterval } from '../../src/domain/billing';
 import { judge } from '../../src/domain/named-checks';
+import { stopPriced } from '../../src/domain/account';
 import { RunError } from '../../src/config/errors';
 import { summary } from '../../src/domain/client';
 import { spec } from '../../src/config/rules';
@@ -44,7 +45,7 @@ for (const { id, title, index, gap, interacts } of holds) {
           }
         });
       }
-      const stop = await test.step('the owner stops the session', () => api.stop(session.jobId, identities.owner));
+      const stop = await test.step('the owner stops the session', () => stopPriced(api, session.jobId, identities.owner, settings));
       await check('status', judge.stopped(stop));
       const interval = measuredInterval(session, stop);
       await test.info().attach('measured interval', { body: JSON.stringify({ loMs: interval.lo, hiMs: interval.hi, holdMs }), contentType: 'application/json' });

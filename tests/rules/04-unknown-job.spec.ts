@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from '../../src/playwright/fixtures';
 import { boundsOf } from '../../src/domain/billing';
-import { holdAroundMs } from '../../src/domain/refusals';
+import { holdAroundMs, holdBeforeMs } from '../../src/domain/refusals';
+import { stopPriced } from '../../src/domain/account';
 import { judge } from '../../src/domain/named-checks';
 import { spec } from '../../src/config/rules';
 
@@ -26,13 +27,13 @@ test(
     // The job first: a scrape while the session is held could wait for a job slot where the target caps a team's jobs.
     const { jobId } = await test.step('the owner creates a scrape job without a session', () => sessions.jobWithoutSession());
     const session = await test.step('the owner opens a session on another job', () => sessions.provision());
-    const holdMs = holdAroundMs(api, settings, session.created);
-    await test.step(`hold the session ${holdMs} ms`, () => sleep(Math.max(0, holdMs - (performance.now() - session.created.receivedAt)), undefined, { signal: api.signal }));
+    const [beforeMs, holdMs] = [holdBeforeMs(api, settings, session.created), holdAroundMs(api, settings, session.created)];
+    await test.step(`hold the session ${beforeMs} ms`, () => sleep(Math.max(0, beforeMs - (performance.now() - session.created.receivedAt)), undefined, { signal: api.signal }));
     const random = await test.step('the owner stops a fresh random UUID', () => api.stop(randomUUID(), identities.owner));
     const withoutSession = await test.step("the owner stops the other job's (absent) session", () => api.stop(jobId, identities.owner));
     await check('status', judge.all([judge.status(random, 404), judge.status(withoutSession, 404)]));
     await test.step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
-    const stop = await test.step('the owner stops its session', () => api.stop(session.jobId, identities.owner));
+    const stop = await test.step('the owner stops its session', () => stopPriced(api, session.jobId, identities.owner, settings));
     await check('survives', judge.survived(stop, session.created, withoutSession, boundsOf(settings)));
   },
 );

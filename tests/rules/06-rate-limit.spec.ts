@@ -10,7 +10,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { burstLock, test } from '../../src/playwright/fixtures';
 import { notVerifiable } from '../../src/checks/checks';
 import type { Answer } from '../../src/domain/client';
-import { refusalHoldMs } from '../../src/domain/refusals';
+import { holdBeforeMs } from '../../src/domain/refusals';
+import { stopPriced } from '../../src/domain/account';
 import { boundsOf } from '../../src/domain/billing';
 import { countStatuses, judge, peakPerSecond } from '../../src/domain/named-checks';
 import { otherTeams, sendBurst } from '../../src/domain/burst';
@@ -39,7 +40,7 @@ test(
     const candidates = await test.step(`the ${team.name} provisions ${CANDIDATES} sessions (fewer under a cap on live sessions)`, () => sessions.provisionMany(CANDIDATES, { as: team }));
     // Each session is older than a refusal's hold, and at least a second, before a stop of it can be throttled (the first goes right behind the burst's
     // first wave), so that its duration can prove it ran on: the owner's stop after the recovery may take long on a busy machine, and widens what a restarted clock could give.
-    const holdMs = Math.max(...candidates.map((candidate) => Math.max(BURST_HOLD_MS, refusalHoldMs(settings, candidate.created.receivedAt - candidate.created.sentAt)) - (performance.now() - candidate.created.receivedAt)));
+    const holdMs = Math.max(...candidates.map((candidate) => Math.max(BURST_HOLD_MS, holdBeforeMs(api, settings, candidate.created)) - (performance.now() - candidate.created.receivedAt)));
     const clock = settings.declaredClock ? `: the target's clock counts in steps of ${settings.declaredClock.resolutionMs} ms` : '';
     if (holdMs > 0) await test.step(`hold the sessions ${Math.round(holdMs)} ms${clock}`, () => sleep(holdMs, undefined, { signal: api.signal }));
     // Where the run knows the team's rate, the burst is just wider than the room left in the window: a few refusals prove the limit, not hundreds.
@@ -81,7 +82,7 @@ test(
     await check('recovers', judge.status(recovery, 404, `the limiter must recover within BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}`));
 
     if (!throttled) notVerifiable(`none of the ${team.name}'s ${stops.length} stops during the burst was throttled (each got through), so whether a throttled stop does nothing could not be checked`);
-    const stop = await test.step(`the ${team.name} stops the session the burst throttled`, () => api.stop(throttled.session.jobId, team));
+    const stop = await test.step(`the ${team.name} stops the session the burst throttled`, () => stopPriced(api, throttled.session.jobId, team, settings));
     await check('throttled-stop-did-nothing', judge.survived(stop, throttled.session.created, throttled.answer, boundsOf(settings)));
   },
 );

@@ -3,7 +3,7 @@
  * team's credit counter must have been charged exactly the settlements and scrapes the run saw.
  */
 import { test, expect } from '../../src/playwright/fixtures';
-import { accountTolerance, CREDIT_USAGE_PATH, judgeAccount, judgeRefuser, measureScrapePrice, pricedAt, probeAccount, readOpening, REFUSER_OPENING, settleAccount } from '../../src/domain/account';
+import { accountTolerance, unstatedMost, CREDIT_USAGE_PATH, judgeAccount, judgeRefuser, measureScrapePrice, pricedAt, probeAccount, readOpening, REFUSER_OPENING, settleAccount } from '../../src/domain/account';
 import { notVerifiable } from '../../src/checks/checks';
 import { RunError } from '../../src/config/errors';
 import { summary, type Answer } from '../../src/domain/client';
@@ -63,16 +63,18 @@ test(
     if ('unavailable' in opening) notVerifiable(`the owner team's account could not be used: ${opening.unavailable}`);
     const spending = ledger.spending(api.target.baseURL, identities.owner.name);
     const expected = spending.settlements.reduce((sum, session) => sum + session.settled.reduce((total, one) => total + one.credits, 0), 0) + spending.scrapes.credits;
+    // Sessions stopped by answers without a charge may have cost anything up to what their lives bill at most.
+    const unstated = unstatedMost(spending, settings.declaredBilling?.rule);
     const closing = await test.step(`read the account until the run's charges have landed (at most ${settings.accountSettleMs} ms)`, () =>
-      settleAccount(api, identities.owner, opening.remaining - expected, accountTolerance(spending), settings),
+      settleAccount(api, identities.owner, opening.remaining - expected - unstated / 2, accountTolerance(spending) + unstated / 2, settings),
     );
     await testInfo.attach('account', { body: JSON.stringify({ opening: opening.remaining, readings: closing.readings, ...spending }, null, 2), contentType: 'application/json' });
-    let verdict = judgeAccount(opening.remaining, { remaining: closing.readings.at(-1)!.remaining, still: closing.still }, spending, settings.accountSettleMs);
+    let verdict = judgeAccount(opening.remaining, { remaining: closing.readings.at(-1)!.remaining, still: closing.still }, spending, settings.accountSettleMs, undefined, settings.declaredBilling?.rule);
     if (verdict.outcome === 'not verifiable' && spending.scrapes.unpriced && closing.still && opening.remaining - closing.readings.at(-1)!.remaining > expected) {
       // The scrapes' answers gave no price: one scrape alone tells it, then the run is judged at that price.
       testInfo.setTimeout(testInfo.timeout + 3 * settings.accountSettleMs + 4 * settings.requestTimeoutMs);
       const price = await test.step('one scrape alone: its price, as the account shows it', () => measureScrapePrice(api, identities.owner, () => sessions.jobWithoutSession(), settings));
-      if (price !== undefined) verdict = judgeAccount(opening.remaining, { remaining: closing.readings.at(-1)!.remaining, still: closing.still }, pricedAt(spending, price), settings.accountSettleMs, price);
+      if (price !== undefined) verdict = judgeAccount(opening.remaining, { remaining: closing.readings.at(-1)!.remaining, still: closing.still }, pricedAt(spending, price), settings.accountSettleMs, price, settings.declaredBilling?.rule);
     }
     // Its reproduction: the requests of the sessions charged again, between two readings of the account.
     const readings = requestTrace.steps.filter((step) => step.path === CREDIT_USAGE_PATH);
