@@ -14,7 +14,6 @@ import type { Answer, Charged, JsonBody } from './answer';
 import type { BillingRule } from '../config/deviations';
 import { DeclaredBehaviour } from '../config/errors';
 import { expect } from '../checks/expect';
-import type { Session } from './sessions';
 import type { Settings } from '../config/settings';
 
 export const CREDITS_PER_MINUTE = 2;
@@ -35,7 +34,7 @@ export function boundsOf(settings: Settings): Tolerances & Pick<Settings, 'decla
 /** One step of the target's declared clock, or 0: how far a duration it reports may lie past the measured interval. */
 export const clockStepMs = (settings: Partial<Pick<Settings, 'declaredClock'>>) => settings.declaredClock?.resolutionMs ?? 0;
 
-export function measuredInterval(session: Pick<Session, 'created'>, stop: Answer): Interval {
+export function measuredInterval(session: { created: Answer }, stop: Answer): Interval {
   return { lo: stop.sentAt - session.created.receivedAt, hi: stop.receivedAt - session.created.sentAt };
 }
 
@@ -143,7 +142,7 @@ export function expectCreditsFor(body: JsonBody, interval: Interval, settings: T
  * and a clock restarted at the refusal may be off by one of its steps; `declared` says when the
  * duration needed that step.
  */
-export function expectSurvived(stop: Answer, session: Pick<Session, 'created'>, refusal: Answer, settings: Tolerances): { notVerifiable?: string; declared?: { message: string; reason: string } } {
+export function expectSurvived(stop: Answer, session: { created: Answer }, refusal: Answer, settings: Tolerances): { notVerifiable?: string; declared?: { message: string; reason: string } } {
   const whole = measuredInterval(session, stop);
   const step = clockStepMs(settings);
   // The most a clock restarted at the refusal could give: a duration or charge within it proves nothing.

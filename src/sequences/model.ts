@@ -213,6 +213,34 @@ export function interactStep(budget: Budget, index: number): Step {
   });
 }
 
+/**
+ * Two interacts at once on one session, as a client retrying on a timeout sends them: on a live
+ * session both use it; on a stopped one each opens a session or is refused, and together they
+ * open one at most, whose life begins within both exchanges.
+ */
+export function simultaneousInteractsStep(budget: Budget, index: number): Step {
+  return sessionStep(budget, 'simultaneousInteracts', index, async (session, _model, real) => {
+    const wasLive = session.live;
+    const answers = await Promise.all([1, 2].map(() => real.sessions.interact({ jobId: session.jobId }, { quiet: true })));
+    real.history.step(`two interacts at once on ${describeSession(session)} → ${brief(answers[0])} | ${brief(answers[1])}`);
+    const refused = answers.find((answer) => answer.status >= 400 && answer.status < 500 && answer.status !== 429);
+    if (wasLive && refused && session.refusedWhileLive) await expecting(real.history, 'a refused stop changes nothing: the session it was refused on is still usable (rules 3, 5)', judge.modelUsable(refused));
+    const unusable = answers.filter((answer) => (wasLive ? answer.status !== 200 : answer.status !== 200 && (answer.status < 400 || answer.status >= 500)));
+    if (unusable.length) {
+      real.history.note('✗ an interact answered what no history can go on from');
+      throw new RunError(`two interacts at once on ${describeSession(session)} answered ${answers.map((answer) => answer.status).join(' and ')}: ${summary(unusable[0])}`);
+    }
+    if (!wasLive && answers.some((answer) => answer.status === 200)) {
+      // One new session, begun somewhere within both exchanges: a second stop must then find nothing to settle.
+      session.live = true;
+      session.began = { ...answers[0], sentAt: Math.min(...answers.map((answer) => answer.sentAt)), receivedAt: Math.max(...answers.map((answer) => answer.receivedAt)) };
+      session.ended = undefined;
+      session.refusedWhileLive = undefined;
+      real.history.note(`(a new session ${session.label} begins with these interacts)`);
+    }
+  }, 2);
+}
+
 export function holdStep(budget: Budget, ms: number): Step {
   return {
     check: () => !budget.halted,
@@ -286,6 +314,7 @@ export function stepsFor(fc: typeof FastCheck, budget: Budget, toleranceMs: numb
   return [
     ...times(2, fc.constant(provisionStep(budget))),
     ...times(3, index.map((i) => interactStep(budget, i))),
+    index.map((i) => simultaneousInteractsStep(budget, i)),
     // Every hold is longer than DURATION_TOLERANCE_MS, so that a clock started at the wrong step shows.
     ...times(4, fc.integer({ min: toleranceMs + 5, max: toleranceMs + 15 }).map((ms) => holdStep(budget, ms))),
     ...times(2, index.map((i) => ownerStopStep(budget, i))),
