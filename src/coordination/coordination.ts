@@ -18,11 +18,12 @@ import { channel } from './run-folder';
 import { scheduleFor, type Schedule } from './schedule';
 import { SessionSlots } from './session-slots';
 
-/** Shared by the run's workers once a stop stated its price. */
-const PRICES_STATED = 'stops-state-prices';
+/** Whether stops state their prices, shared by the run's workers once a first stop showed it. */
+const PRICING = 'stops-pricing';
+export type Pricing = 'stated' | 'silent';
 
 export class Coordination {
-  private stated = false;
+  private known: Pricing | undefined;
 
   /** `statedRate`: RATE_LIMIT, the interact limiter's rate when the user states it. */
   constructor(
@@ -104,14 +105,17 @@ export class Coordination {
     });
   }
 
-  /** Whether a stop of the run has stated its price (creditsBilled): from then on the account need not tell any. */
-  pricesStated(): boolean {
-    return (this.stated ||= this.readShared(PRICES_STATED) === true);
+  /** Whether the run's stops state their prices (creditsBilled), as a first stop of a session showed; undefined until one did. */
+  pricing(): Pricing | undefined {
+    if (this.known !== 'stated') this.known = (this.readShared<Pricing>(PRICING) as Pricing | undefined) ?? this.known;
+    return this.known;
   }
 
-  statePrices(): void {
-    if (!this.pricesStated()) this.share(PRICES_STATED, true);
-    this.stated = true;
+  /** What a first stop showed; a stated price is never taken back. */
+  showPricing(pricing: Pricing): void {
+    if (this.pricing() === 'stated' || this.pricing() === pricing) return;
+    this.share(PRICING, pricing);
+    this.known = pricing;
   }
 
   /** Tells the run's other workers `value` under `name`, for `readShared`. */

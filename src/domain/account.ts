@@ -173,10 +173,15 @@ export async function measureScrapePrice(api: Client, owner: Identity, scrape: (
   return moved && round(moved.before - moved.after);
 }
 
-/** Whether the run may yet need the account to price a stop: no stop has stated a price so far, and its counter can be read (or has not been yet). */
+/**
+ * Whether the run may need the account to price a stop: its counter can be read (or has not been
+ * yet), and stops have not shown that they state their prices. The embedded reference states them:
+ * against it, only once a first stop showed otherwise.
+ */
 export function accountPrices(api: Client, settings: AccountSettings): boolean {
   const coordination = api.coordination;
-  if (!settings.accountCheck || !coordination || coordination.pricesStated()) return false;
+  const pricing = coordination?.pricing();
+  if (!settings.accountCheck || !coordination || pricing === 'stated' || (api.target.embedded && pricing !== 'silent')) return false;
   const opening = readOpening(coordination);
   return opening === undefined || !('unavailable' in opening);
 }

@@ -327,8 +327,8 @@ async function record({ target, ledger, attach, onAnswer, coordination }: Client
   const settled = jobId && answer.method === 'DELETE' ? settlementOf(answer) : undefined;
   if (ledger && jobId && settled) ledger.settled({ target: target.baseURL, jobId, identity: request.as.name, ...settled });
   else if (ledger && jobId && answer.method === 'DELETE' && answer.status === 200) ledger.reported({ target: target.baseURL, jobId, identity: request.as.name });
-  // A stop that states its price: no stop of the run needs the account to tell one (account.ts stopPriced).
-  if (jobId && answer.method === 'DELETE' && answer.status === 200 && typeof answer.body?.creditsBilled === 'number') coordination?.statePrices();
+  // Whether stops state their prices, as the first stop of a session shows: where they do not, the account tells them (account.ts stopPriced).
+  if (jobId && answer.method === 'DELETE' && answer.status === 200 && request.as.owner && !ledger?.endedHere(target.baseURL, jobId, request.as.name)) coordination?.showPricing(typeof answer.body?.creditsBilled === 'number' ? 'stated' : 'silent');
   // A repeat stop that replays the first one's result is no new charge.
   if (jobId && answer.method === 'DELETE' && answer.status === 200 && !(request.as.owner && ledger?.endedHere(target.baseURL, jobId, request.as.name))) countCredits(answer.body?.creditsBilled);
   if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
