@@ -99,6 +99,11 @@ export class Schedule {
     if (this.lateness.length > 20) this.lateness.shift();
   }
 
+  /** A place taken at `at` and never used (its request was held past it): the limiter never counted it. */
+  giveBack(at: number): void {
+    this.append(`${at} R`);
+  }
+
   /** Whether the rate's limiter refused the request sent at `at` (a cap's 429 got through it). */
   answered(at: number, refused: boolean): void {
     this.append(`${at} ${refused ? 'R' : 'A'}`);

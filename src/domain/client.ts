@@ -192,20 +192,29 @@ export function createClient(options: ClientOptions) {
           const exhausted = queue?.exhausted(exhaustedKey) ?? false;
           const giveUp = !first && exhausted;
           let at: number | undefined;
-          if (schedule && paced) {
-            const place = await schedule.admit(first, since, signal, latest).catch(cancelled('waiting for a place under the rate limit'));
-            // Waiting for a place is the plan, not a limiter that does not recover, until places in a row met 429: then the plan no longer holds.
-            if (refusedWhenPlaced < PLACES_REFUSED) deadline = Math.min(deadline + place.waitedMs, latest, graceUntil ?? Infinity);
-            waitedForLimit += place.waitedMs;
-            at = place.at;
+          for (;;) {
+            if (schedule && paced) {
+              const place = await schedule.admit(first, since, signal, latest).catch(cancelled('waiting for a place under the rate limit'));
+              // Waiting for a place is the plan, not a limiter that does not recover, until places in a row met 429: then the plan no longer holds.
+              if (refusedWhenPlaced < PLACES_REFUSED) deadline = Math.min(deadline + place.waitedMs, latest, graceUntil ?? Infinity);
+              waitedForLimit += place.waitedMs;
+              at = place.at;
+            }
+            const spellWait = performance.now();
+            await spell?.enter(spellDeadline, signal).catch(cancelled("waiting for another worker's spell"));
+            // Held by another worker's spell past its place: under a known rate it takes a new one, so that the requests held with it do not all go at once.
+            if (!schedule || !paced || performance.now() - spellWait <= marginMs(schedule.rate()?.windowMs ?? 0)) break;
+            if (at !== undefined) schedule.giveBack(at);
+            if (!schedule.rate()) {
+              at = schedule.sent();
+              break;
+            }
+            spell?.leave();
           }
-          const spellWait = performance.now();
-          await spell?.enter(spellDeadline, signal).catch(cancelled("waiting for another worker's burst"));
           let answer: Answer;
           try {
             request.onAttempt?.();
-            // A place held while another worker's burst sent is taken again now: the target counts the request when it arrives.
-            if (schedule && (!paced || (at !== undefined && performance.now() - spellWait > marginMs(schedule.rate()?.windowMs ?? 0)))) at = schedule.sent();
+            if (schedule && !paced) at = schedule.sent();
             answer = await sendOnce(options, signal, request, attempts, request.connection ?? (request.pooled ? poolOf() : undefined));
             if (waitedForLimit >= WAITED_FOR_LIMIT_MS) answer.waitedForLimitMs = Math.round(waitedForLimit);
           } finally {
