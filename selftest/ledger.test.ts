@@ -87,9 +87,14 @@ test('a session stopped by answers without a charge is silent, its life from its
     { event: 'created', at: '2026-01-01T00:00:06.000Z', target: TARGET, embedded: false, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name },
     { event: 'opening', at: '2026-01-01T00:00:06.100Z', target: TARGET, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name },
     { event: 'settled', at: '2026-01-01T00:00:07.100Z', target: TARGET, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name, credits: 0.033333 },
+    // Priced by the account: a settlement, not one more answer.
+    { event: 'created', at: '2026-01-01T00:00:08.000Z', target: TARGET, embedded: false, jobId: '55555555-5555-4555-8555-555555555555', identity: owner.name },
+    { event: 'opening', at: '2026-01-01T00:00:08.100Z', target: TARGET, jobId: '55555555-5555-4555-8555-555555555555', identity: owner.name },
+    { event: 'reported', at: '2026-01-01T00:00:09.100Z', target: TARGET, jobId: '55555555-5555-4555-8555-555555555555', identity: owner.name },
+    { event: 'priced', at: '2026-01-01T00:00:10.100Z', target: TARGET, jobId: '55555555-5555-4555-8555-555555555555', identity: owner.name, credits: 0.033333 },
   ];
   writeFileSync(ledger.file, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
   const spending = ledger.spending(TARGET, owner.name);
-  assert.deepEqual(spending.silent, [{ jobId, lifeMs: 2_002 }, { jobId, lifeMs: 1_002 }]);
-  assert.equal(spending.settlements.length, 1);
+  assert.deepEqual(spending.silent, [{ jobId, lifeMs: 2_002, reports: 2 }, { jobId, lifeMs: 1_002, reports: 1 }]);
+  assert.deepEqual(spending.settlements.map(({ settled, reports }) => [settled.length, reports]), [[1, 1], [1, 1]]);
 });

@@ -82,7 +82,7 @@ export function runCommand(command: string, args: string[], env: NodeJS.ProcessE
  * seconds shows) and one over two (a rate off by half shows), the default 2 s scrape gap (a clock
  * started at the scrape shows in the credits alone), and a fixed seed for the sequences rule.
  */
-const MATRIX_SETTINGS = { ACCOUNT_SETTLE_MS: '3000', BILLING_HOLDS_MS: '450,850,2250', BILLING_MINUTE_HOLD_MS: '2750', SEQUENCE_SEED: '1', SEQUENCE_BUDGET: '400', BURST_PROOF_RATE: String(3 * 40), BURST_CONCURRENCY: '50', TEST_TIMEOUT_MS: '90000' };
+const MATRIX_SETTINGS = { BILLING_HOLDS_MS: '450,850,2250', BILLING_MINUTE_HOLD_MS: '2750', SEQUENCE_SEED: '1', SEQUENCE_BUDGET: '400', BURST_PROOF_RATE: String(3 * 40), BURST_CONCURRENCY: '50', TEST_TIMEOUT_MS: '90000' };
 
 /**
  * Every variant's limit, unless it brings its own: 150 a second per team, and the burst team's

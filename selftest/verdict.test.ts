@@ -137,10 +137,13 @@ test('the account judges money: exact is a pass, a settlement reported twice and
 test('sessions stopped by answers without a charge may have cost what their lives bill at most, and no more', async () => {
   const { judgeAccount } = await import('../src/domain/account');
   // Two sessions of at most 2.5 s and 61 s: at most 3 s and 61 s billed, 0.1 + 2.033333 credits.
-  const spending = { settlements: [], scrapes: { count: 2, credits: 2, unpriced: 0 }, silent: [{ jobId: 'a', lifeMs: 2_500 }, { jobId: 'b', lifeMs: 61_000 }] };
+  const spending = { settlements: [], scrapes: { count: 2, credits: 2, unpriced: 0 }, silent: [{ jobId: 'a', lifeMs: 2_500, reports: 1 }, { jobId: 'b', lifeMs: 61_000, reports: 1 }] };
   const judge = (remaining: number) => judgeAccount(100, { remaining, still: true }, spending, 5000);
   assert.equal(judge(100 - 2 - 2.1).outcome, 'pass');
   assert.match(judge(100 - 2 - 2.1).message, /2\.1 credit\(s\) more, within the 2\.133333 credit\(s\) its 2 session\(s\) stopped by answers without a creditsBilled may have cost at most/);
   assert.equal(judge(100 - 2 - 2.2).outcome, 'not verifiable', 'more than their lives bill');
   assert.equal(judge(100 - 2 - 4).outcome, 'not verifiable');
+  // Answered without a charge twice: a second charge could hide in the slack.
+  const repeated = { ...spending, silent: [{ ...spending.silent[0], reports: 2 }, spending.silent[1]] };
+  assert.equal(judgeAccount(100, { remaining: 100 - 2 - 2.1, still: true }, repeated, 5000).outcome, 'not verifiable');
 });

@@ -16,6 +16,8 @@ import { locked } from './file-lock';
 import { alive, channel, writeMaking } from './run-folder';
 
 const inFlight = new Map<string, number>();
+/** The spells this process holds, by folder. */
+const held = new Set<string>();
 const POLL_MS = 5;
 const FLAG_LIFE_MS = 3_000;
 
@@ -40,13 +42,32 @@ export class QuietSpell {
     }
   }
 
+  /** Whether another process's spell is up. */
+  othersHolding(): boolean {
+    return this.flagsOfOthers();
+  }
+
+  /** Whether this process holds a spell. */
+  holding(): boolean {
+    return held.has(this.dir);
+  }
+
+  /** Waits until no other process's spell is up, or until `deadline`. */
+  async cleared(deadline: number, signal: AbortSignal): Promise<void> {
+    while (performance.now() < deadline && this.flagsOfOthers()) await sleep(POLL_MS, undefined, { signal });
+  }
+
   /** After a request. */
   leave(): void {
     this.mark(-1);
   }
 
-  /** Runs `send` once no other process holds a spell (or `waitMs` has passed) and none has a request in flight (or `drainMs` has passed), holding back theirs meanwhile. */
-  async hold<T>(drainMs: number, waitMs: number, signal: AbortSignal, send: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `send(true)` once no other process holds a spell and none has a request in flight (or
+   * `drainMs` has passed), holding back theirs meanwhile; `send(false)`, without a spell, when
+   * another's outlasts `waitMs`.
+   */
+  async hold<T>(drainMs: number, waitMs: number, signal: AbortSignal, send: (quiet: boolean) => Promise<T>): Promise<T> {
     const flag = path.join(this.dir, `quiet-${process.pid}`);
     mkdirSync(this.dir, { recursive: true });
     // Renamed into place, so that a reader never sees it half written.
@@ -56,17 +77,18 @@ export class QuietSpell {
     };
     const waitUntil = performance.now() + waitMs;
     while (!locked(this.dir, () => !this.flagsOfOthers() && (raise(), true))) {
-      if (performance.now() >= waitUntil) break;
+      if (performance.now() >= waitUntil) return send(false);
       await sleep(POLL_MS, undefined, { signal });
     }
-    raise();
+    held.add(this.dir);
     const renewal = setInterval(raise, FLAG_LIFE_MS / 3);
     try {
       const until = performance.now() + drainMs;
       while (this.others('sending').length && performance.now() < until) await sleep(POLL_MS, undefined, { signal });
-      return await send();
+      return await send(true);
     } finally {
       clearInterval(renewal);
+      held.delete(this.dir);
       rmSync(flag, { force: true });
     }
   }

@@ -94,9 +94,9 @@ export interface Reading {
  * still queued may add to the excess, and the verdict needs all of it. With `expected` Infinity,
  * stillness alone ends it. Returns every reading and whether it was still at the end.
  */
-export async function settleAccount(api: Client, owner: Identity, expected: number, tolerance: number, settings: AccountSettings): Promise<{ readings: Reading[]; still: boolean }> {
+export async function settleAccount(api: Client, owner: Identity, expected: number, tolerance: number, settings: AccountSettings, stillMs?: number): Promise<{ readings: Reading[]; still: boolean }> {
   const started = performance.now();
-  const floorMs = api.target.embedded ? 200 : 1000;
+  const floorMs = stillMs ?? (api.target.embedded ? 200 : 1000);
   const readings: Reading[] = [];
   const read = async () => {
     const reading = await readCredits(api, owner);
@@ -147,30 +147,37 @@ export function judgeAlone(opening: number, closing: { remaining: number; still:
 }
 
 /**
- * What the account moved by around `act`: read still, `act`, then (where `measure` asks for it)
- * read until it moves (a charge may be queued: at most ACCOUNT_SETTLE_MS) and holds still again.
+ * What the account moved by around `act`: read still (for `stillMs` at least), `act`, then (where
+ * `measure` asks for it) read until it moves (a charge may be queued: at most ACCOUNT_SETTLE_MS)
+ * and holds still again. A reading that fails before `act` throws; after it, it is the unknown.
  */
 type Around<T> = { result?: T; moved?: { before: number; after: number }; unknown?: string };
 
-async function moveAround<T>(api: Client, as: Identity, act: () => Promise<T>, settings: AccountSettings, measure: (result: T) => boolean = () => true): Promise<Around<T>> {
-  const before = await settleAccount(api, as, Infinity, 0, settings);
+async function moveAround<T>(api: Client, as: Identity, act: () => Promise<T>, settings: AccountSettings, measure: (result: T) => boolean = () => true, stillMs?: number): Promise<Around<T>> {
+  const before = await settleAccount(api, as, Infinity, 0, settings, stillMs);
   if (!before.still) return { unknown: `the ${as.name}'s account kept moving before it: another use of the team` };
   const opening = before.readings.at(-1)!.remaining;
   const result = await act();
   if (!measure(result)) return { result };
   const until = performance.now() + settings.accountSettleMs;
-  for (;;) {
-    const after = await settleAccount(api, as, Infinity, 0, settings);
-    const closing = after.readings.at(-1)!.remaining;
-    if (!after.still) return { result, unknown: `the ${as.name}'s account kept moving after it: another use of the team` };
-    if (closing !== opening || performance.now() >= until) return { result, moved: { before: opening, after: closing } };
+  try {
+    for (;;) {
+      const after = await settleAccount(api, as, Infinity, 0, settings);
+      const closing = after.readings.at(-1)!.remaining;
+      if (!after.still) return { result, unknown: `the ${as.name}'s account kept moving after it: another use of the team` };
+      if (closing !== opening) return { result, moved: { before: opening, after: closing } };
+      if (performance.now() >= until) return { result, unknown: `the ${as.name}'s account did not move within ACCOUNT_SETTLE_MS=${settings.accountSettleMs} (${opening} throughout): a charge still queued, or none` };
+    }
+  } catch (error) {
+    if (error instanceof RunError) return { result, unknown: error.message };
+    throw error;
   }
 }
 
 /** A scrape's price as the account shows it, for a target whose scrape answers state none. Undefined when the counter would not hold still. */
 export async function measureScrapePrice(api: Client, owner: Identity, scrape: () => Promise<unknown>, settings: AccountSettings): Promise<number | undefined> {
-  const { moved } = await moveAround(api, owner, scrape, settings);
-  return moved && round(moved.before - moved.after);
+  const { moved, unknown } = await moveAround(api, owner, scrape, settings);
+  return moved ? round(moved.before - moved.after) : unknown?.includes('did not move') ? 0 : undefined;
 }
 
 /**
@@ -189,30 +196,40 @@ export function accountPrices(api: Client, settings: AccountSettings): boolean {
 /**
  * A stop whose answer may state no price (the specification allows a bare `{"success": true}`),
  * priced by its team's account: while no other request of the run is in flight, the account is
- * read still, the stop sent, and, when it answers 200 without a creditsBilled, read until it moves
- * and holds still again. What it moved by is the stop's charge (`charged` on the answer): it
- * implies the billed duration, for the billing and survival checks to judge.
+ * read still (longer than a queued charge takes to land), the stop sent, and, when it answers 200
+ * without a creditsBilled, read until it moves and holds still again. What it moved by is the
+ * stop's charge (`charged` on the answer): it implies the billed duration, for the billing and
+ * survival checks to judge. The ledger keeps it, for the account check.
  */
 export async function stopPriced(api: Client, jobId: string, as: Identity, settings: AccountSettings, options: Parameters<Client['stop']>[2] = {}): Promise<Answer> {
-  const stop = () => api.stop(jobId, as, options);
+  let sent: Answer | undefined;
+  const stop = async () => (sent = await api.stop(jobId, as, options));
   if (!accountPrices(api, settings)) return stop();
-  return api.quietly(async () => {
-    if (!accountPrices(api, settings)) return stop();
+  return api.quietly(async (quiet) => {
+    if (!quiet || !accountPrices(api, settings)) return stop();
     const silent = (answer: Answer) => answer.status === 200 && typeof answer.body?.creditsBilled !== 'number';
-    const around: Around<Answer> = await moveAround(api, as, stop, settings, silent).catch((error) => {
-      if (error instanceof RunError) return { unknown: error.message };
+    // A reading that fails before the stop leaves it unpriced; the stop itself is sent once, whatever happens.
+    const around: Around<Answer> = await moveAround(api, as, stop, settings, silent, api.target.embedded ? undefined : QUEUED_CHARGE_MS).catch((error) => {
+      if (error instanceof RunError && !sent) return { unknown: error.message };
       throw error;
     });
-    const answer = around.result ?? (await stop());
+    const answer = around.result ?? sent ?? (await stop());
     if (!silent(answer)) return answer;
-    if (!around.moved) return { ...answer, charged: { unknown: around.unknown ?? 'the account could not be read' } };
+    if (!around.moved) {
+      answer.charged = { unknown: around.unknown ?? 'the account could not be read' };
+      return answer;
+    }
     const { before, after } = around.moved;
     const places = Math.max(decimalsOf(before), decimalsOf(after));
-    const charged = { credits: round(before - after), tolerance: 10 ** -places };
-    note(`the stop answered 200 without a creditsBilled; the ${as.name}'s account moved by ${charged.credits} credit(s) around it (${before}, then ${after}), to within ${charged.tolerance}`);
-    return { ...answer, charged };
+    answer.charged = { credits: round(before - after), tolerance: 10 ** -places };
+    api.ledger?.priced({ target: api.target.baseURL, jobId, identity: as.name, credits: answer.charged.credits });
+    note(`the stop answered 200 without a creditsBilled; the ${as.name}'s account moved by ${answer.charged.credits} credit(s) around it (${before}, then ${after}), to within ${answer.charged.tolerance}`);
+    return answer;
   });
 }
+
+/** Before a priced stop, the account of a remote target holds still this long: a charge of an earlier request, queued, has landed by then. */
+const QUEUED_CHARGE_MS = 2_500;
 
 /**
  * The refusing team's side: its account must move by its own spending alone (usually nothing). When
@@ -294,10 +311,12 @@ function judgeCharges(opening: number, closing: { remaining: number; still: bool
   }
   const silent = spending.silent ?? [];
   const most = unstatedMost(spending, rule);
-  if (silent.length && difference <= most + tolerance) {
+  // A session more than one stop answered without a charge may have been charged again within that slack: nothing to pass then.
+  const repeated = silent.filter((session) => session.reports > 1).length;
+  if (silent.length && !repeated && difference <= most + tolerance) {
     return { outcome: 'pass', message: `${figures}: ${difference} credit(s) more, within the ${most} credit(s) its ${silent.length} session(s) stopped by answers without a creditsBilled may have cost at most for their lives` };
   }
-  const unstated = silent.length ? `, nor its ${silent.length} session(s) stopped by answers without a creditsBilled (at most ${most} credit(s) for their lives)` : '';
+  const unstated = silent.length ? `, nor its ${silent.length} session(s) stopped by answers without a creditsBilled (at most ${most} credit(s) for their lives${repeated ? `; ${repeated} of them answered so more than once, which may have been charged again` : ''})` : '';
   return { outcome: 'not verifiable', message: `${figures}: ${difference} credit(s) more, which no settlement reported twice explains${unstated}: another use of the team during the run, or a charge the run never saw` };
 }
 

@@ -138,8 +138,10 @@ export function createClient(options: ClientOptions) {
       connections.delete(connection);
       connection.destroy();
     },
-    /** Runs `send` while no other worker's request is in flight (at most REQUEST_TIMEOUT_MS is waited for them, a back-off budget for another's spell), holding theirs back. */
-    quietly: <T>(send: () => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, settings.backoffBudgetMs, signal, send) : send()),
+    /** Runs `send` while no other worker's request is in flight (at most REQUEST_TIMEOUT_MS is waited for them, a back-off budget for another's spell), holding theirs back; `quiet` false when another's spell outlasted that. */
+    quietly: <T>(send: (quiet: boolean) => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, settings.backoffBudgetMs, signal, send) : send(true)),
+    /** Where the run's sessions and charges are written (a test's client has one). */
+    ledger: options.ledger,
     /** The stop of `jobId`'s session as `as`: DELETE /v2/scrape/{jobId}/interact. */
     stop(jobId: string, as: Identity, options: Omit<SendOptions, 'method' | 'path' | 'as'> = {}): Promise<Answer> {
       return this.send({ method: 'DELETE', path: interactPath(jobId), as, ...options });
@@ -186,7 +188,8 @@ export function createClient(options: ClientOptions) {
           const planned = schedule?.rate() !== undefined;
           // Once the rate is known, the schedule keeps the order; before, the back-off queue does.
           const turnFrom = performance.now();
-          const hadTurn = queue && !planned ? await queue.turn(deadline, signal, exhaustedKey).catch(cancelled('waiting its turn after 429')) : true;
+          // A spell's own requests never queue behind another worker's, which waits for the spell.
+          const hadTurn = queue && !planned && !spell?.holding() ? await queue.turn(deadline, signal, exhaustedKey).catch(cancelled('waiting its turn after 429')) : true;
           waitedForLimit += performance.now() - turnFrom;
           // Another request of the run waited its whole budget for this team's limit in vain: one try, no waiting; an owner's stop, a few seconds.
           const exhausted = queue?.exhausted(exhaustedKey) ?? false;
@@ -199,6 +202,12 @@ export function createClient(options: ClientOptions) {
               if (refusedWhenPlaced < PLACES_REFUSED) deadline = Math.min(deadline + place.waitedMs, latest, graceUntil ?? Infinity);
               waitedForLimit += place.waitedMs;
               at = place.at;
+            }
+            // While another worker's spell is up, a place taken is given back: the holder's own requests need the room.
+            if (schedule && paced && at !== undefined && schedule.rate() && performance.now() < spellDeadline && spell?.othersHolding()) {
+              schedule.giveBack(at);
+              await spell.cleared(spellDeadline, signal).catch(cancelled("waiting for another worker's spell"));
+              continue;
             }
             const spellWait = performance.now();
             await spell?.enter(spellDeadline, signal).catch(cancelled("waiting for another worker's spell"));

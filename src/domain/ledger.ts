@@ -17,6 +17,7 @@ export type LedgerEntry =
   | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number }
   | ({ event: 'settled'; at: string; target: string; jobId: string; identity: string } & Settled)
   | { event: 'reported'; at: string; target: string; jobId: string; identity: string }
+  | { event: 'priced'; at: string; target: string; jobId: string; identity: string; credits: number }
   | { event: 'scraped'; at: string; target: string; jobId?: string; identity: string; credits?: number; scrape?: string }
   | { event: 'scraping' | 'scrape-done'; at: string; target: string; identity: string; scrape: string };
 
@@ -27,7 +28,7 @@ export interface Spending {
   /** The team's scrapes: how many, what those that gave a price (data.metadata.creditsUsed) cost, and how many gave none. */
   scrapes: { count: number; credits: number; unpriced: number };
   /** Sessions whose stops all answered 200 without a charge (a minimal body): the longest each can have lived, from its interact sent to its first such answer. */
-  silent?: { jobId: string; lifeMs: number }[];
+  silent?: { jobId: string; lifeMs: number; reports: number }[];
 }
 
 export const ledgerFile = (reportsDir: string) => path.join(reportsDir, 'ledger.jsonl');
@@ -69,6 +70,11 @@ export class Ledger {
     this.write({ event: 'reported', at: new Date().toISOString(), ...entry });
   }
 
+  /** What the account moved by around a stop that answered 200 without a charge (account.ts stopPriced): the session's settlement, as the account shows it. */
+  priced(entry: { target: string; jobId: string; identity: string; credits: number }): void {
+    this.write({ event: 'priced', at: new Date().toISOString(), ...entry });
+  }
+
   /** A scrape answered 200, with its price when the answer gave one. */
   scraped(entry: { target: string; jobId?: string; identity: string; credits?: number; scrape?: string }): void {
     this.write({ event: 'scraped', at: new Date().toISOString(), ...entry });
@@ -83,24 +89,23 @@ export class Ledger {
   spending(target: string, identity: string): Spending {
     // A job's sessions, one after the other: an interact that opened a new one on a stopped job wrote 'created' again.
     type Life = { settled: Settled[]; reports: number; openedAt?: number; reportedAt?: number };
-    const jobs = new Map<string, { jobId: string; sessions: Life[]; openingAt?: number }>();
+    const jobs = new Map<string, { jobId: string; sessions: Life[]; reopening?: number }>();
     const scrapes = { count: 0, credits: 0, unpriced: 0 };
     for (const entry of this.entries()) {
       if (entry.target !== target) continue;
       const job = 'jobId' in entry && entry.jobId !== undefined ? jobs.get(jobKey(entry.jobId)) : undefined;
       const session = job?.sessions.at(-1);
       if (entry.event === 'created' && entry.identity === identity) {
-        // An interact that reopens a stopped job is written ('opening') before the session it opened ('created').
-        const reopened = job?.openingAt !== undefined && session?.reportedAt !== undefined && job.openingAt >= session.reportedAt ? job.openingAt : undefined;
-        jobs.set(jobKey(entry.jobId), { jobId: entry.jobId, sessions: [...(job?.sessions ?? []), { settled: [], reports: 0, openedAt: reopened }] });
+        // An interact that reopens a stopped job is written ('opening') before the session it opened ('created'): the first since the last session began.
+        jobs.set(jobKey(entry.jobId), { jobId: entry.jobId, sessions: [...(job?.sessions ?? []), { settled: [], reports: 0, openedAt: job?.reopening }] });
       } else if (entry.event === 'opening' && job) {
-        job.openingAt = Date.parse(entry.at);
-        session!.openedAt ??= job.openingAt;
-      }
-      else if ((entry.event === 'settled' || entry.event === 'reported') && session) {
-        session.reports += 1;
-        session.reportedAt ??= Date.parse(entry.at);
-        if (entry.event === 'settled' && !session.settled.some((other) => sameSettlement(other, entry))) session.settled.push({ credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) });
+        if (session!.openedAt === undefined) session!.openedAt = Date.parse(entry.at);
+        else job.reopening ??= Date.parse(entry.at);
+      } else if ((entry.event === 'settled' || entry.event === 'reported' || entry.event === 'priced') && session) {
+        // What the account showed of a stop without a charge is its settlement, not one more answer.
+        if (entry.event !== 'priced') session.reports += 1;
+        if (entry.event !== 'priced') session.reportedAt ??= Date.parse(entry.at);
+        if (entry.event !== 'reported' && !session.settled.some((other) => sameSettlement(other, entry))) session.settled.push({ credits: entry.credits, ...(entry.event === 'settled' && entry.durationMs !== undefined ? { durationMs: entry.durationMs } : {}) });
       } else if (entry.event === 'scraped' && entry.identity === identity) {
         scrapes.count += 1;
         if (typeof entry.credits === 'number') scrapes.credits += entry.credits;
@@ -110,7 +115,7 @@ export class Ledger {
     const all = [...jobs.values()].flatMap(({ jobId, sessions }) => sessions.map((session) => ({ jobId, ...session })));
     const settlements = all.filter((session) => session.settled.length > 0).map(({ jobId, settled, reports }) => ({ jobId, settled, reports }));
     // The ledger's times are whole milliseconds: one more for each end.
-    const silent = all.filter((session) => !session.settled.length && session.reports && session.openedAt !== undefined).map(({ jobId, openedAt, reportedAt }) => ({ jobId, lifeMs: reportedAt! - openedAt! + 2 }));
+    const silent = all.filter((session) => !session.settled.length && session.reports && session.openedAt !== undefined).map(({ jobId, openedAt, reportedAt, reports }) => ({ jobId, lifeMs: reportedAt! - openedAt! + 2, reports }));
     return { settlements, scrapes, ...(silent.length ? { silent } : {}) };
   }
 

@@ -218,15 +218,17 @@ export class Sessions {
     // long as other tests hold theirs, and the refusal is the answer, not a wait.
     const reopens = ledger.endedHere(api.target.baseURL, jobId, owner.name);
     // It may open a new session: one of the budget's, given back if it opens none.
-    const giveBackUnless200 = reopens ? this.takeFromBudget() : undefined;
+    const giveBack = reopens ? this.takeFromBudget() : undefined;
     const opening = openingOf(this.options, owner, jobId, reopens);
     const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, ...(reopens ? { giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true } : {}) }).catch((error) => {
       opening.ended(lastStatusOf(error));
       throw error;
     });
-    if (answer.status !== 200) giveBackUnless200?.();
+    // Of interacts sent at once on a stopped job, the first to answer 200 writes the session it opened; the others used it.
+    const opened = answer.status === 200 && reopens && ledger.endedHere(api.target.baseURL, jobId, owner.name);
+    if (!opened) giveBack?.();
     if (answer.status === 429 && opening.cap !== undefined) this.roomOf(owner).slots.learn(opening.cap);
-    if (answer.status === 200 && reopens) {
+    if (opened) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
       countSession();
     }
