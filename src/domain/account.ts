@@ -31,11 +31,17 @@ export async function readCredits(api: Client, as: Identity): Promise<{ remainin
   // A team's limit may cover this read too: a 429 is waited out (within BACKOFF_BUDGET_MS), then taken as the answer.
   const answer = await api.send({ method: 'GET', path: CREDIT_USAGE_PATH, as, attach: false, on429: 'return-last' });
   const remaining = answer.body?.data?.remainingCredits;
-  if (answer.status === 200 && typeof remaining === 'number' && Number.isFinite(remaining)) return { remaining };
+  if (answer.status === 200 && typeof remaining === 'number' && Number.isFinite(remaining)) {
+    const key = `${api.target.baseURL} ${as.name}`;
+    places.set(key, Math.max(places.get(key) ?? 0, decimalsOf(remaining)));
+    return { remaining };
+  }
   return { unavailable: `GET ${CREDIT_USAGE_PATH} answered ${answer.status}${answer.status === 200 ? ' without a number in data.remainingCredits' : ''}` };
 }
 
 const opened = new Map<string, Promise<Opening>>();
+/** The most decimal places a team's counter has shown in this process: its precision (a reading may happen to need fewer). */
+const places = new Map<string, number>();
 
 /**
  * The opening of the owner team's account on this run's target, read once for the whole run
@@ -165,8 +171,8 @@ async function moveAround<T>(api: Client, as: Identity, act: () => Promise<T>, s
       const after = await settleAccount(api, as, Infinity, 0, settings);
       const closing = after.readings.at(-1)!.remaining;
       if (!after.still) return { result, unknown: `the ${as.name}'s account kept moving after it: another use of the team` };
-      if (closing !== opening) return { result, moved: { before: opening, after: closing } };
-      if (performance.now() >= until) return { result, unknown: `the ${as.name}'s account did not move within ACCOUNT_SETTLE_MS=${settings.accountSettleMs} (${opening} throughout): a charge still queued, or none` };
+      // Unmoved after ACCOUNT_SETTLE_MS: the account's last word is that nothing was charged (a charge queued longer needs it raised).
+      if (closing !== opening || performance.now() >= until) return { result, moved: { before: opening, after: closing } };
     }
   } catch (error) {
     if (error instanceof RunError) return { result, unknown: error.message };
@@ -176,8 +182,8 @@ async function moveAround<T>(api: Client, as: Identity, act: () => Promise<T>, s
 
 /** A scrape's price as the account shows it, for a target whose scrape answers state none. Undefined when the counter would not hold still. */
 export async function measureScrapePrice(api: Client, owner: Identity, scrape: () => Promise<unknown>, settings: AccountSettings): Promise<number | undefined> {
-  const { moved, unknown } = await moveAround(api, owner, scrape, settings);
-  return moved ? round(moved.before - moved.after) : unknown?.includes('did not move') ? 0 : undefined;
+  const { moved } = await moveAround(api, owner, scrape, settings);
+  return moved && round(moved.before - moved.after);
 }
 
 /**
@@ -220,10 +226,11 @@ export async function stopPriced(api: Client, jobId: string, as: Identity, setti
       return answer;
     }
     const { before, after } = around.moved;
-    const places = Math.max(decimalsOf(before), decimalsOf(after));
-    answer.charged = { credits: round(before - after), tolerance: 10 ** -places };
+    const shown = Math.max(decimalsOf(before), decimalsOf(after), places.get(`${api.target.baseURL} ${as.name}`) ?? 0);
+    answer.charged = { credits: round(before - after), tolerance: 10 ** -shown };
     api.ledger?.priced({ target: api.target.baseURL, jobId, identity: as.name, credits: answer.charged.credits });
-    note(`the stop answered 200 without a creditsBilled; the ${as.name}'s account moved by ${answer.charged.credits} credit(s) around it (${before}, then ${after}), to within ${answer.charged.tolerance}`);
+    const moved = before === after ? `did not move around it within ACCOUNT_SETTLE_MS=${settings.accountSettleMs} (${before} throughout)` : `moved by ${answer.charged.credits} credit(s) around it (${before}, then ${after})`;
+    note(`the stop answered 200 without a creditsBilled; the ${as.name}'s account ${moved}, to within ${answer.charged.tolerance}`);
     return answer;
   });
 }
