@@ -15,6 +15,26 @@ import type { TraceStep } from '../../src/reproduction/trace';
 import { describeSettlement, isNewCharge } from '../../src/domain/settlements';
 import { confirmBlame, replayBudgetMs } from '../../src/reproduction/confirm';
 
+// After every other test of the run: against a server that orphans a session here, the team's cap stays full and any later test of the team would wait for room.
+test(
+  'interacts that would open a session, sent at once on one job, open one: one stop ends it, and the team keeps every slot of its cap',
+  spec('stop-is-final/simultaneous-opens'),
+  async ({ api, sessions, identities, check }) => {
+    // Under a known cap, one open more than it allows: every session opened beside the first would hold a slot.
+    const cap = sessions.cap();
+    const count = cap === undefined ? 3 : Math.min(cap + 1, 8);
+    const { jobId, opens } = await test.step(`the owner sends ${count} interacts at once on a new job`, () => sessions.openAtOnce(count));
+    await check('opens', judge.opensOne(opens));
+    const stop = await test.step('the owner stops the session', () => api.stop(jobId, identities.owner));
+    await check('stop', judge.status(stop, 200));
+    const again = await test.step('the owner stops it again', () => api.stop(jobId, identities.owner));
+    await check('one-session', judge.oneSession(again, stop));
+    if (cap === undefined) return void test.info().annotations.push({ type: 'note', description: 'no cap on live sessions is known: a slot a session opened beside the first still held would not show' });
+    const { opens: [open] } = await test.step('the owner opens one more session', () => sessions.openAtOnce(1));
+    await check('room-left', judge.roomLeft(open, cap, count));
+  },
+);
+
 // In this order, whatever the first finds (their project is not fully parallel): the sweep's stops settle what it finds, and the account check then counts them.
 
 test(
