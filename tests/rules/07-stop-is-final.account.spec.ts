@@ -5,7 +5,6 @@
 import { test, expect } from '../../src/playwright/fixtures';
 import { accountTolerance, unstatedMost, CREDIT_USAGE_PATH, judgeAccount, judgeRefuser, measureScrapePrice, pricedAt, probeAccount, readOpening, REFUSER_OPENING, settleAccount } from '../../src/domain/account';
 import { notVerifiable } from '../../src/checks/checks';
-import { RunError } from '../../src/config/errors';
 import { summary, type Answer } from '../../src/domain/client';
 import { spec, TEST_IDS } from '../../src/config/rules';
 import { judge } from '../../src/domain/named-checks';
@@ -49,8 +48,8 @@ test(
       const stop = await test.step(`the owner stops job ${job.jobId}, whose last interact answered ${job.status ?? 'nothing'}`, () => api.stop(job.jobId, identities.owner));
       found.push({ ...job, stop });
     }
+    // Another answer (a 5xx, as some targets give a repeat stop) says nothing of what runs there: judged without those jobs, then said.
     const odd = found.filter(({ stop }) => stop.status !== 200 && stop.status !== 404);
-    if (odd.length) throw new RunError(`the sweep's stops must find a job empty (404) or stop what runs there (200): ${odd.map(({ stop }) => summary(stop)).join('; ')}`);
     const strays = ledger.settledWithoutSession(api.target.baseURL);
     await check(
       'nothing-stopped-unasked',
@@ -63,10 +62,14 @@ test(
     );
     await check(
       'nothing-left',
-      judge.nothingLeft(found.map(({ jobId, status, stop, settled }) => ({ jobId, status, stop, settled })), jobs.length),
+      judge.nothingLeft(found.filter((job) => !odd.includes(job)).map(({ jobId, status, stop, settled }) => ({ jobId, status, stop, settled })), jobs.length - odd.length),
       // Its reproduction: the requests of the tests that created the jobs it found a session on, then its stops of them.
       () => composeLeaks(found.filter(({ stop, settled }) => isNewCharge(stop) && settled.every((one) => isNewCharge(stop, one))), requestTrace, (test) => coordination.loadTrace(test)),
     );
+    const untold = `the sweep's stops of ${odd.length} job(s) answered neither 404 (empty) nor 200 (stopped), so what runs there cannot be told: ${odd.map(({ stop }) => summary(stop)).join('; ')}`;
+    // A failure found meanwhile stands; else the test could not tell.
+    if (odd.length && test.info().errors.length) test.info().annotations.push({ type: 'note', description: untold });
+    else if (odd.length) notVerifiable(untold);
   },
 );
 
