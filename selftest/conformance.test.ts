@@ -303,6 +303,9 @@ describe('the command, end to end', { concurrency: 3 }, () => {
         // Passes: nothing fails and nothing errs (under a cap of 1, a burst team's lone stop may go unthrottled: not verifiable).
         assert.deepEqual(notPassing(run.summary!).filter((t) => t.outcome === 'fail' || t.outcome === 'error'), []);
         assert.equal(run.summary!.sessionCap?.cap, cap, 'the cap the run met');
+        // A test waiting for room tries again on the job it scraped: a scrape costs a credit, a wait nothing (a few jobs never get a session).
+        const { scrapes, sessions } = run.summary!.cost!;
+        assert.ok(scrapes <= sessions + 6, `${scrapes} scrapes for ${sessions} sessions`);
         assert.match(run.summary!.sessionCap!.how, /^learnt from refused interacts of the (owner|burst)( and (owner|burst))? teams?$/);
         assert.match(run.log, new RegExp(`SESSION CAP: ${cap} live session\\(s\\) per team`));
         assert.equal(server.activeSessions().length, 0);
