@@ -231,8 +231,9 @@ export async function stopPriced(api: Client, jobId: string, as: Identity, setti
       return answer;
     }
     const { before, after } = around.moved;
+    // Whole credits where no reading showed a fraction; else to the cent at least (a reading may happen to need fewer places than the counter keeps).
     const shown = Math.max(decimalsOf(before), decimalsOf(after), places.get(`${api.target.baseURL} ${as.name}`) ?? 0);
-    answer.charged = { credits: round(before - after), tolerance: 10 ** -shown };
+    answer.charged = { credits: round(before - after), tolerance: 10 ** -(shown && Math.max(2, shown)) };
     api.ledger?.priced({ target: api.target.baseURL, jobId, identity: as.name, credits: answer.charged.credits });
     const moved = before === after ? `did not move around it within ACCOUNT_SETTLE_MS=${settings.accountSettleMs} (${before} throughout)` : `moved by ${answer.charged.credits} credit(s) around it (${before}, then ${after})`;
     note(`the stop answered 200 without a creditsBilled; the ${as.name}'s account ${moved}, to within ${answer.charged.tolerance}`);
