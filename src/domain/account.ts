@@ -40,8 +40,6 @@ export async function readCredits(api: Client, as: Identity): Promise<{ remainin
 }
 
 const opened = new Map<string, Promise<Opening>>();
-/** The teams whose account did not move within ACCOUNT_SETTLE_MS after an act that should have charged it, in this process. */
-const unmoved = new Set<string>();
 /** The most decimal places a team's counter has shown in this process: its precision (a reading may happen to need fewer). */
 const places = new Map<string, number>();
 
@@ -167,16 +165,16 @@ async function moveAround<T>(api: Client, as: Identity, act: () => Promise<T>, s
   const opening = before.readings.at(-1)!.remaining;
   const result = await act();
   if (!measure(result)) return { result };
-  // Once a charge failed to land within ACCOUNT_SETTLE_MS, the next are not waited for as long: the account has said how it charges.
-  const key = `${api.target.baseURL} ${as.name}`;
-  const until = performance.now() + (unmoved.has(key) ? 0 : settings.accountSettleMs);
+  // Once a charge failed to land within ACCOUNT_SETTLE_MS, no worker waits as long for the next: the account has said how it charges.
+  const unmoved = `account-unmoved-${as.name.replace(/\W+/g, '-')}`;
+  const until = performance.now() + (api.coordination?.readShared(unmoved) ? 0 : settings.accountSettleMs);
   try {
     for (;;) {
       const after = await settleAccount(api, as, Infinity, 0, settings);
       const closing = after.readings.at(-1)!.remaining;
       if (!after.still) return { result, unknown: `the ${as.name}'s account kept moving after it: another use of the team` };
       // Unmoved after ACCOUNT_SETTLE_MS: the account's last word is that nothing was charged (a charge queued longer needs it raised).
-      if (closing === opening && performance.now() >= until) unmoved.add(key);
+      if (closing === opening && performance.now() >= until) api.coordination?.share(unmoved, true);
       if (closing !== opening || performance.now() >= until) return { result, moved: { before: opening, after: closing } };
     }
   } catch (error) {
