@@ -14,7 +14,7 @@ import { note } from '../checks/recorder';
 import { RunError } from '../config/errors';
 import type { Coordination } from '../coordination/coordination';
 import type { Spending } from './ledger';
-import { chargeUnder, proratedRange } from './billing';
+import { chargeUnder, clockStepMs, describeInterval, measuredInterval, proratedRange, type Tolerances } from './billing';
 import type { BillingRule } from '../config/deviations';
 import type { Settings } from '../config/settings';
 import type { Identity } from './target';
@@ -122,24 +122,37 @@ export async function settleAccount(api: Client, owner: Identity, expected: numb
   return { readings, still: still() };
 }
 
+/** How long the probe's session lives before its stop: a charge by the second is then a tenth of a credit or more. */
+export const PROBE_HOLD_MS = 3_500;
+
 /**
- * One session alone, once the run is over, for an account that moved by more than the run can
- * explain: the counter is read still, a session is scraped, provisioned and stopped, and the
- * counter must then move by exactly what its scrape and its stop reported. Returns the failure,
- * or undefined when it agrees or cannot tell (the counter kept moving, or a price went unreported).
+ * One session alone, once the run is over, for an account that moved by more or less than the run
+ * can explain: the counter is read still, a session is scraped, provisioned, held and stopped (twice),
+ * and the counter must then move by exactly what its scrape and its first stop reported; where the
+ * stop states no charge, by what the session's measured life bills. Returns the failure, or
+ * undefined when it agrees or cannot tell (the counter kept moving, or the scrape's price went unreported).
  */
-export async function probeAccount(api: Client, owner: Identity, provision: () => Promise<{ scrape: { body: Record<string, any> | undefined } ; stop: () => Promise<{ status: number; body: Record<string, any> | undefined }> }>, settings: AccountSettings): Promise<string | undefined> {
+export async function probeAccount(api: Client, owner: Identity, provision: () => Promise<{ scrape: { body: Record<string, any> | undefined }; created: Answer; stop: () => Promise<Answer> }>, settings: AccountSettings & Tolerances): Promise<string | undefined> {
   const before = await settleAccount(api, owner, Infinity, 0, settings);
   if (!before.still) return undefined;
   const opening = before.readings.at(-1)!.remaining;
-  const { scrape, stop } = await provision();
+  const { scrape, created, stop } = await provision();
   const answer = await stop();
   const price = scrape.body?.data?.metadata?.creditsUsed;
-  // A stop result without creditsBilled (a minimal body) says nothing of the charge.
-  const settled = answer.status === 200 && typeof answer.body?.creditsBilled === 'number' ? answer.body.creditsBilled : undefined;
-  if (typeof price !== 'number' || settled === undefined) return undefined;
-  const after = await settleAccount(api, owner, opening - round(price + settled), aloneTolerance(settled), settings);
-  return judgeAlone(opening, { remaining: after.readings.at(-1)!.remaining, still: after.still }, price, settled);
+  if (typeof price !== 'number' || answer.status !== 200) return undefined;
+  const settled = typeof answer.body?.creditsBilled === 'number' ? answer.body.creditsBilled : undefined;
+  if (settled !== undefined) {
+    const after = await settleAccount(api, owner, opening - round(price + settled), aloneTolerance(settled), settings);
+    return judgeAlone(opening, { remaining: after.readings.at(-1)!.remaining, still: after.still }, price, settled);
+  }
+  // A minimal body: what the session's measured life bills, by the second, widened by the tolerances.
+  const interval = measuredInterval({ created }, answer);
+  const step = clockStepMs(settings);
+  const { min, max } = proratedRange(interval.lo - settings.durationToleranceMs - step, interval.hi + settings.durationToleranceMs + step);
+  const after = await settleAccount(api, owner, opening - round(price + (min + max) / 2), (max - min) / 2 + settings.creditTolerance, settings);
+  const moved = round(opening - after.readings.at(-1)!.remaining - price);
+  if (!after.still || (moved >= min - settings.creditTolerance && moved <= max + settings.creditTolerance)) return undefined;
+  return `one session alone, after the run (held ${PROBE_HOLD_MS} ms, refused by another team and without a key, stopped twice by its owner, whose first stop answered without a creditsBilled): its scrape reported ${price} credit(s), and its life (${describeInterval(interval)}) bills ${min.toFixed(6)} to ${max.toFixed(6)}, but within ACCOUNT_SETTLE_MS the account moved by ${round(moved + price)} credit(s) (${opening}, then ${after.readings.at(-1)!.remaining}): the target charges other than it bills`;
 }
 
 const aloneTolerance = (settled: number) => 0.5 * 10 ** -Math.max(2, decimalsOf(settled)) + 1e-9;
@@ -149,7 +162,7 @@ export function judgeAlone(opening: number, closing: { remaining: number; still:
   const expected = round(price + settled);
   const moved = round(opening - closing.remaining);
   if (!closing.still || Math.abs(moved - expected) <= aloneTolerance(settled)) return undefined;
-  return `one session alone, after the run (refused by another team and without a key before its owner stopped it): its scrape reported ${price} credit(s) and its stop ${settled}, but within ACCOUNT_SETTLE_MS the account moved by ${moved} credit(s) (${opening}, then ${closing.remaining}): the target charges other than it reports`;
+  return `one session alone, after the run (held ${PROBE_HOLD_MS} ms, refused by another team and without a key, stopped twice by its owner): its scrape reported ${price} credit(s) and its stop ${settled}, but within ACCOUNT_SETTLE_MS the account moved by ${moved} credit(s) (${opening}, then ${closing.remaining}): the target charges other than it reports`;
 }
 
 /**

@@ -2,8 +2,9 @@
  * Rule 7 as the account sees it: after every other test of the run (a project teardown), the owner
  * team's credit counter must have been charged exactly the settlements and scrapes the run saw.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { test, expect } from '../../src/playwright/fixtures';
-import { accountTolerance, unstatedMost, CREDIT_USAGE_PATH, judgeAccount, judgeRefuser, measureScrapePrice, pricedAt, probeAccount, readOpening, REFUSER_OPENING, settleAccount } from '../../src/domain/account';
+import { accountTolerance, PROBE_HOLD_MS, unstatedMost, CREDIT_USAGE_PATH, judgeAccount, judgeRefuser, measureScrapePrice, pricedAt, probeAccount, readOpening, REFUSER_OPENING, settleAccount } from '../../src/domain/account';
 import { notVerifiable } from '../../src/checks/checks';
 import { summary, type Answer } from '../../src/domain/client';
 import { spec, TEST_IDS } from '../../src/config/rules';
@@ -117,11 +118,17 @@ test(
       // More or less than the run explains: one session alone, refused as the run's sessions were, tells a target that charges other than it reports from another use of the team.
       testInfo.setTimeout(testInfo.timeout + 2 * settings.accountSettleMs + 6 * settings.requestTimeoutMs);
       const probeStart = requestTrace.steps.length;
-      const probed = await test.step('one session alone, refused by another team and without a key before its owner stops it: the account must move by exactly what its scrape and its stop report', () =>
+      const probed = await test.step(`one session alone, held ${PROBE_HOLD_MS} ms and refused by another team and without a key before its owner stops it twice: the account must move by exactly what its scrape and its first stop report`, () =>
         probeAccount(api, identities.owner, async () => {
           const session = await sessions.provision();
           for (const who of ['foreign', 'noKey'] as const) await api.stop(session.jobId, identities[who]);
-          return { scrape: session.scrape, stop: () => api.stop(session.jobId, identities.owner) };
+          // Long enough to be charged by the second, so that a charge of the wrong size, or a repeat stop's, shows.
+          await sleep(PROBE_HOLD_MS - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal });
+          return { scrape: session.scrape, created: session.created, stop: async () => {
+            const first = await api.stop(session.jobId, identities.owner);
+            await api.stop(session.jobId, identities.owner);
+            return first;
+          } };
         }, settings),
       );
       // Its reproduction: the probe again.

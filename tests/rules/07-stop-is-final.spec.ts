@@ -8,7 +8,11 @@ import { spec } from '../../src/config/rules';
 import { holdAroundMs } from '../../src/domain/refusals';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+const BILLED_HOLD_MS = 1_500;
+
 test('a second stop of a stopped session answers 404, or 200 without a new charge', spec('stop-is-final/second-stop'), async ({ api, session, identities, check }) => {
+  // Long enough to be charged by the second: a second stop that charges again then shows in the account (stop-is-final/account).
+  await test.step(`hold the session ${BILLED_HOLD_MS} ms`, () => sleep(BILLED_HOLD_MS - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
   const first = await test.step('the owner stops the session', () => api.stop(session.jobId, identities.owner));
   await check('first-stop', judge.status(first, 200));
   const second = await test.step('the owner stops it again', () => api.stop(session.jobId, identities.owner));
