@@ -87,6 +87,10 @@ test('a session stopped by answers without a charge is silent, its life from its
     { event: 'created', at: '2026-01-01T00:00:06.000Z', target: TARGET, embedded: false, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name },
     { event: 'opening', at: '2026-01-01T00:00:06.100Z', target: TARGET, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name },
     { event: 'settled', at: '2026-01-01T00:00:07.100Z', target: TARGET, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name, credits: 0.033333 },
+    // A stop that said it billed 0: stated, not silent.
+    { event: 'created', at: '2026-01-01T00:00:07.500Z', target: TARGET, embedded: false, jobId: '66666666-6666-4666-8666-666666666666', identity: owner.name },
+    { event: 'opening', at: '2026-01-01T00:00:07.600Z', target: TARGET, jobId: '66666666-6666-4666-8666-666666666666', identity: owner.name },
+    { event: 'reported', at: '2026-01-01T00:00:07.700Z', target: TARGET, jobId: '66666666-6666-4666-8666-666666666666', identity: owner.name, stated: true },
     // Priced by the account: a settlement, not one more answer.
     { event: 'created', at: '2026-01-01T00:00:08.000Z', target: TARGET, embedded: false, jobId: '55555555-5555-4555-8555-555555555555', identity: owner.name },
     { event: 'opening', at: '2026-01-01T00:00:08.100Z', target: TARGET, jobId: '55555555-5555-4555-8555-555555555555', identity: owner.name },

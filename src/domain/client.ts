@@ -344,7 +344,7 @@ async function record({ target, ledger, attach, onAnswer, coordination }: Client
   if (answer.method === 'POST' && answer.path === '/v2/scrape' && answer.status === 200) countScrape();
   const settled = jobId && answer.method === 'DELETE' ? settlementOf(answer) : undefined;
   if (ledger && jobId && settled) ledger.settled({ target: target.baseURL, jobId, identity: request.as.name, ...settled });
-  else if (ledger && jobId && answer.method === 'DELETE' && answer.status === 200) ledger.reported({ target: target.baseURL, jobId, identity: request.as.name });
+  else if (ledger && jobId && answer.method === 'DELETE' && answer.status === 200) ledger.reported({ target: target.baseURL, jobId, identity: request.as.name, ...(typeof answer.body?.creditsBilled === 'number' ? { stated: true } : {}) });
   // Whether stops state their prices, as the first stop of a session shows: where they do not, the account tells them (account.ts stopPriced).
   if (jobId && answer.method === 'DELETE' && answer.status === 200 && request.as.owner && !ledger?.endedHere(target.baseURL, jobId, request.as.name)) coordination?.showPricing(typeof answer.body?.creditsBilled === 'number' ? 'stated' : 'silent');
   // A repeat stop that replays the first one's result is no new charge.

@@ -16,7 +16,7 @@ export type LedgerEntry =
   | { event: 'live' | 'opening' | 'not-opened' | 'maybe-open'; at: string; target: string; jobId: string; identity: string; status?: number }
   | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number }
   | ({ event: 'settled'; at: string; target: string; jobId: string; identity: string } & Settled)
-  | { event: 'reported'; at: string; target: string; jobId: string; identity: string }
+  | { event: 'reported'; at: string; target: string; jobId: string; identity: string; stated?: true }
   | { event: 'priced'; at: string; target: string; jobId: string; identity: string; credits: number }
   | { event: 'scraped'; at: string; target: string; jobId?: string; identity: string; credits?: number; scrape?: string }
   | { event: 'scraping' | 'scrape-done'; at: string; target: string; identity: string; scrape: string };
@@ -65,8 +65,8 @@ export class Ledger {
     this.write({ event: 'settled', at: new Date().toISOString(), ...entry });
   }
 
-  /** A stop answered 200 without a charge (a repeat, a zero, a minimal body): the account may still show one. */
-  reported(entry: { target: string; jobId: string; identity: string }): void {
+  /** A stop answered 200 without a charge (a repeat, a zero, a minimal body): the account may still show one. `stated`: it said creditsBilled 0. */
+  reported(entry: { target: string; jobId: string; identity: string; stated?: true }): void {
     this.write({ event: 'reported', at: new Date().toISOString(), ...entry });
   }
 
@@ -88,7 +88,7 @@ export class Ledger {
   /** What the run was charged on the account of the team `identity` stands for: the settlements of the jobs it created, and its scrapes. */
   spending(target: string, identity: string): Spending {
     // A job's sessions, one after the other: an interact that opened a new one on a stopped job wrote 'created' again.
-    type Life = { settled: Settled[]; reports: number; openedAt?: number; reportedAt?: number };
+    type Life = { settled: Settled[]; reports: number; openedAt?: number; reportedAt?: number; stated?: boolean };
     const jobs = new Map<string, { jobId: string; sessions: Life[]; reopening?: number }>();
     const scrapes = { count: 0, credits: 0, unpriced: 0 };
     for (const entry of this.entries()) {
@@ -105,6 +105,8 @@ export class Ledger {
         // What the account showed of a stop without a charge is its settlement, not one more answer.
         if (entry.event !== 'priced') session.reports += 1;
         if (entry.event !== 'priced') session.reportedAt ??= Date.parse(entry.at);
+        // A stop that said it billed 0 stated its charge: not one the account may hold unseen.
+        if (entry.event === 'reported' && entry.stated) session.stated = true;
         if (entry.event !== 'reported' && !session.settled.some((other) => sameSettlement(other, entry))) session.settled.push({ credits: entry.credits, ...(entry.event === 'settled' && entry.durationMs !== undefined ? { durationMs: entry.durationMs } : {}) });
       } else if (entry.event === 'scraped' && entry.identity === identity) {
         scrapes.count += 1;
@@ -115,7 +117,7 @@ export class Ledger {
     const all = [...jobs.values()].flatMap(({ jobId, sessions }) => sessions.map((session) => ({ jobId, ...session })));
     const settlements = all.filter((session) => session.settled.length > 0).map(({ jobId, settled, reports }) => ({ jobId, settled, reports }));
     // The ledger's times are whole milliseconds: one more for each end.
-    const silent = all.filter((session) => !session.settled.length && session.reports && session.openedAt !== undefined).map(({ jobId, openedAt, reportedAt, reports }) => ({ jobId, lifeMs: reportedAt! - openedAt! + 2, reports }));
+    const silent = all.filter((session) => !session.settled.length && !session.stated && session.reports && session.openedAt !== undefined).map(({ jobId, openedAt, reportedAt, reports }) => ({ jobId, lifeMs: reportedAt! - openedAt! + 2, reports }));
     return { settlements, scrapes, ...(silent.length ? { silent } : {}) };
   }
 
