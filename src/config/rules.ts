@@ -12,7 +12,7 @@ export type Level = 'must' | 'should' | 'inferred';
 interface TestEntry {
   level: Level;
   checks: readonly string[];
-  /** Judges the whole run (its rule's lastFile, after every other test): what any test did counts. */
+  /** Runs after every other test of the run (its rule's last file), once per shard: it judges the whole run, or a fault it provokes would starve the others. */
   runWide?: true;
 }
 
@@ -101,7 +101,7 @@ export const RULES = {
       'simultaneous-stops': inferred(['one-succeeds', 'answers', 'charged-once']),
       'final-for-everyone': must(['first-stop', 'refused', 'reveals-nothing', 'still-stopped']),
       'interact-after-stop': inferred(['first-stop', 'interact', 'nothing-unannounced']),
-      'simultaneous-opens': inferred(['opens', 'stop', 'one-session', 'room-left']),
+      'simultaneous-opens': { ...inferred(['opens', 'stop', 'one-session', 'room-left']), runWide: true },
       'no-leaks': { ...inferred(['nothing-stopped-unasked', 'nothing-left']), runWide: true },
       account: { ...inferred(['charged-as-settled', 'refusals-charge-nobody']), runWide: true },
     },
