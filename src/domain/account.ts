@@ -180,7 +180,7 @@ async function moveAround<T>(api: Client, as: Identity, act: () => Promise<T>, s
   if (!measure(result)) return { result };
   // Once a charge failed to land within ACCOUNT_SETTLE_MS, no worker waits as long for the next: the account has said how it charges.
   const unmoved = `account-unmoved-${as.name.replace(/\W+/g, '-')}`;
-  const until = performance.now() + (api.coordination?.readShared(unmoved) ? 0 : settings.accountSettleMs);
+  const until = performance.now() + (api.coordination?.readShared(unmoved) ? Math.min(settings.accountSettleMs, QUEUED_CHARGE_MS) : settings.accountSettleMs);
   try {
     for (;;) {
       const after = await settleAccount(api, as, Infinity, 0, settings);
@@ -245,7 +245,8 @@ export async function stopPriced(api: Client, jobId: string, as: Identity, setti
     // Whole credits where no reading showed a fraction; else to the cent at least (a reading may happen to need fewer places than the counter keeps).
     const shown = Math.max(decimalsOf(before), decimalsOf(after), places.get(`${api.target.baseURL} ${as.name}`) ?? 0);
     answer.charged = { credits: round(before - after), tolerance: 10 ** -(shown && Math.max(2, shown)) };
-    api.ledger?.priced({ target: api.target.baseURL, jobId, identity: as.name, credits: answer.charged.credits });
+    // Nothing moved: the session stays among those the account check bounds by their lives.
+    if (answer.charged.credits > 0) api.ledger?.priced({ target: api.target.baseURL, jobId, identity: as.name, credits: answer.charged.credits });
     const moved = before === after ? `did not move around it within ACCOUNT_SETTLE_MS=${settings.accountSettleMs} (${before} throughout)` : `moved by ${answer.charged.credits} credit(s) around it (${before}, then ${after})`;
     note(`the stop answered 200 without a creditsBilled; the ${as.name}'s account ${moved}, to within ${answer.charged.tolerance}`);
     return answer;

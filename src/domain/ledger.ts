@@ -106,7 +106,7 @@ export class Ledger {
         if (entry.event !== 'priced') session.reports += 1;
         if (entry.event !== 'priced') session.reportedAt ??= Date.parse(entry.at);
         // A stop that said it billed 0 stated its charge: not one the account may hold unseen.
-        if (entry.event === 'reported' && entry.stated) session.stated = true;
+        if (entry.event === 'reported' && entry.stated && session.reports === 1) session.stated = true;
         if (entry.event !== 'reported' && !session.settled.some((other) => sameSettlement(other, entry))) session.settled.push({ credits: entry.credits, ...(entry.event === 'settled' && entry.durationMs !== undefined ? { durationMs: entry.durationMs } : {}) });
       } else if (entry.event === 'scraped' && entry.identity === identity) {
         scrapes.count += 1;

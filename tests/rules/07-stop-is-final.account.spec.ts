@@ -116,7 +116,7 @@ test(
     }
     if (verdict.outcome === 'not verifiable' && closing.still) {
       // More or less than the run explains: one session alone, refused as the run's sessions were, tells a target that charges other than it reports from another use of the team.
-      testInfo.setTimeout(testInfo.timeout + 2 * settings.accountSettleMs + 6 * settings.requestTimeoutMs);
+      testInfo.setTimeout(testInfo.timeout + 2 * settings.accountSettleMs + 6 * settings.requestTimeoutMs + PROBE_HOLD_MS);
       const probeStart = requestTrace.steps.length;
       const probed = await test.step(`one session alone, held ${PROBE_HOLD_MS} ms and refused by another team and without a key before its owner stops it twice: the account must move by exactly what its scrape and its first stop report`, () =>
         probeAccount(api, identities.owner, async () => {
