@@ -77,6 +77,17 @@ export const durationOffBy = (biasMs: number): ReferenceOptions =>
   }));
 
 
+/** Charges the account 2 credits per started minute of each stopped session; with `minimal`, answers the stop with `{"success": true}` only. */
+const chargedByStartedMinute = (minimal: boolean): ReferenceOptions =>
+  behaviour((base, state) => ({
+    stop: (team, jobId) => {
+      const reply = base.stop(team, jobId);
+      const charge = reply.status === 200 ? state.charges.at(-1) : undefined;
+      if (charge) charge.credits = Math.max(1, Math.ceil(charge.durationMs / 60_000)) * 2;
+      return minimal && reply.status === 200 ? { ...reply, body: { success: true } } : reply;
+    },
+  }));
+
 /** The job id of a request to /v2/scrape/{jobId}/interact, or undefined. */
 const jobOf = (res: ServerResponse) => /^\/v2\/scrape\/([^/?]+)\/interact/.exec(res.req.url ?? '')?.[1]?.toLowerCase();
 
@@ -505,27 +516,13 @@ export const faultyVariants: Variant[] = [
     name: 'account-charged-by-started-minute',
     breaks: 'stop-is-final',
     description: 'reports creditsBilled prorated by the second, as it should, but charges the account 2 credits per started minute',
-    options: behaviour((base, state) => ({
-      stop: (team, jobId) => {
-        const reply = base.stop(team, jobId);
-        const charge = reply.status === 200 ? state.charges.at(-1) : undefined;
-        if (charge) charge.credits = Math.max(1, Math.ceil(charge.durationMs / 60_000)) * 2;
-        return reply;
-      },
-    })),
+    options: chargedByStartedMinute(false),
   },
   {
     name: 'minimal-body-charged-by-started-minute',
     breaks: 'billing',
     description: 'answers {"success": true} only, and charges the account 2 credits per started minute',
-    options: behaviour((base, state) => ({
-      stop: (team, jobId) => {
-        const reply = base.stop(team, jobId);
-        const charge = reply.status === 200 ? state.charges.at(-1) : undefined;
-        if (charge) charge.credits = Math.max(1, Math.ceil(charge.durationMs / 60_000)) * 2;
-        return reply.status === 200 ? { ...reply, body: { success: true } } : reply;
-      },
-    })),
+    options: chargedByStartedMinute(true),
   },
   {
     name: 'minimal-body-refusal-ends-session',
