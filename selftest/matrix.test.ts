@@ -44,7 +44,15 @@ test('the suite catches every faulty variant by its rule, passes every correct o
   expectNoLeaks(run);
   // Every failed test's reproduction shows its variant's fault again and is quiet on the reference (the key scan above covers them).
   const reproduced = run.results.flatMap((r) => (r.reproduced ?? []).map((x) => ({ ...x, variant: r.variant.name })));
-  const unfaithful = reproduced.filter((x) => x.onVariant !== 1 || x.onReference !== 0).map((x) => `${x.variant} ${x.test}: ${x.onVariant} on the variant, ${x.onReference} on the reference\n${x.output.slice(-1500)}`);
+  // A race the replay could not send as close as the run did says so (exit 2): no verdict, allowed on a few, never a wrong one.
+  const untried = (code: number, log = '') => code === 2 && /COULD NOT TELL: the requests did not come as close together as in the run/.test(log);
+  const raceUntried = (x: (typeof reproduced)[number]) => {
+    const [onVariant, onReference] = x.output.split('\nagainst the reference:\n');
+    return { variant: untried(x.onVariant, onVariant), reference: untried(x.onReference, onReference) };
+  };
+  const busy = reproduced.filter((x) => raceUntried(x).variant || raceUntried(x).reference);
+  assert.ok(busy.length <= 3, `${busy.length} reproductions could not send their requests as close together as the run did: ${busy.map((x) => `${x.variant} ${x.test}`).join(', ')}`);
+  const unfaithful = reproduced.filter((x) => !(x.onVariant === 1 || raceUntried(x).variant) || !(x.onReference === 0 || raceUntried(x).reference)).map((x) => `${x.variant} ${x.test}: ${x.onVariant} on the variant, ${x.onReference} on the reference\n${x.output.slice(-1500)}`);
   console.log(`${reproduced.length} reproductions replayed, of ${new Set(reproduced.map((x) => x.variant)).size} variants, in ${((run.replayMs ?? 0) / 1000).toFixed(1)} s`);
   assert.deepEqual(unfaithful, [], 'reproductions that do not show their fault again, or show one on the reference');
   assert.deepEqual(filesContaining(reproduced.map((x) => x.output).join('\n')), [], 'keys in what the reproductions printed');

@@ -107,6 +107,48 @@ test("a stop the run sent into the team's rate limit is sent into it again: a ta
   }
 });
 
+test('a race the replay cannot send as close as the run did is no verdict (exit 2); sent as close, it decides', async () => {
+  const job = '3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b';
+  const stopPath = `/v2/scrape/${job}/interact`;
+  // A second stop 1 ms after the first's answer (its own answer slow): on a target that ends a session 100 ms after its stop, it finds the session again.
+  const plan: Plan = {
+    test: 'stop-is-final/second-stop',
+    title: 'a title',
+    steps: [
+      { seq: 0, method: 'POST', path: '/v2/scrape', data: { url: 'https://example.com' }, as: 'owner', on429: 'retry', sentAt: 0, receivedAt: 2, status: 200, createdJob: job },
+      { seq: 1, method: 'POST', path: stopPath, data: { code: '1', language: 'node' }, as: 'owner', on429: 'retry', provisions: true, sentAt: 3, receivedAt: 5, status: 200 },
+      { seq: 2, method: 'DELETE', path: stopPath, as: 'owner', on429: 'retry', sentAt: 6, receivedAt: 8, status: 200 },
+      { seq: 3, method: 'DELETE', path: stopPath, as: 'owner', on429: 'retry', sentAt: 9, receivedAt: 60, status: 200 },
+    ],
+    checks: [{ check: 'status', judge: 'status', args: [{ $answer: 3 }, 404], message: 'in the run' }],
+    schemeWordIgnored: false,
+    limits: { requestTimeoutMs: 10_000, maxBodyBytes: 1_000_000, backoffBudgetMs: 6_000 },
+  };
+  const faulty = variants.find((variant) => variant.name === 'concurrent-stops-both-charge')!;
+  const servers = await Promise.all([createReferenceServer({ ...faulty.options }), createReferenceServer({})]);
+  try {
+    const { apiKey } = keysOf({ baseURL: servers[0].url, embedded: true }, {} as Settings);
+    const env = (server: (typeof servers)[number]) => ({ BASE_URL: server.url, API_KEY: apiKey });
+    // A busy machine: the replay's own process is held 150 ms once the first stop has answered.
+    const busy = (lines: string[]) => (line: string) => {
+      lines.push(line);
+      if (line.startsWith('#2 ')) for (const until = performance.now() + 150; performance.now() < until; );
+    };
+    const lines: string[] = [];
+    assert.equal(await reproduce(plan, env(servers[0]), busy(lines)), 2, lines.join('\n'));
+    assert.match(lines.join('\n'), /COULD NOT TELL: the requests did not come as close together as in the run \(#3 went 1\d\d ms after #2's answer, where in the run at most 54 ms passed/);
+    assert.equal(await reproduce(plan, env(servers[1]), busy([])), 2, 'a correct target, late: no verdict either');
+    const quick: string[] = [];
+    assert.equal(await reproduce(plan, env(servers[0]), (line) => quick.push(line)), 1, quick.join('\n'));
+    assert.equal(await reproduce(plan, env(servers[1]), () => {}), 0, 'a correct target, as close as the run');
+    // The faulty target ends its sessions 100 ms after their stop.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    assert.deepEqual(servers.map((server) => server.activeSessions().length), [0, 0], 'no session left');
+  } finally {
+    await Promise.all(servers.map((server) => server.close()));
+  }
+});
+
 test('the requests the run sent while a request went into the limit wait for its drain, and still go at once with it', async () => {
   const stop = (seq: number, sentAt: number, limited: boolean) => ({ seq, method: 'DELETE', path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact', as: 'owner', on429: 'retry' as const, sentAt, receivedAt: sentAt + 100, status: 200, ...(limited ? { limited: true as const } : {}) });
   const sent: number[] = [];

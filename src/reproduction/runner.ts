@@ -28,6 +28,8 @@ class CouldNotTell extends Error {}
  */
 const ATTEMPTS = 3;
 const SHORT_PLAN_MS = 20_000;
+/** A request the run sent this soon after an earlier one raced it: a replay that sends it later has not tried that race. */
+const RACE_MS = 200;
 /**
  * A request the run sent into the team's rate limit (answered 429, or retried after one) is sent
  * into it again: the same caller first sends requests like it on jobs nobody has, a few at once,
@@ -110,7 +112,9 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
 
   const answers: Answer[] = [];
   const opened = new Map<string, { jobId: string; as: string }>();
+  const firstSent: number[] = [];
   const replay = async (step: TraceStep): Promise<Answer> => {
+    firstSent[step.seq] = performance.now();
     let answer = await send(step, agentOf(step));
     // A session opened just after its scrape may not be found yet: tried again, as the run does.
     for (let waitMs = 100, since = performance.now(); step.provisions && step.status === 200 && answer.status === 404 && performance.now() - since < PROVISIONING_RACE_MS; waitMs *= 2) {
@@ -135,12 +139,16 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     return answer;
   };
 
+  let late: string | undefined;
   const attempt = async (): Promise<0 | 1 | 2> => {
     jobs.clear();
     answers.length = 0;
+    firstSent.length = 0;
+    late = undefined;
     let verdict: 0 | 1 | 2 = 0;
     try {
       await replaySteps(plan.steps, replay, answers, drain);
+      late = lateStep(plan.steps, answers, firstSent);
       for (const check of plan.checks) {
         const call = { judge: check.judge, args: check.args.map((arg) => revive(arg, answers, replace)) } as CheckCall;
         try {
@@ -180,9 +188,16 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
   const racing = plan.steps.some((one, index) => plan.steps.some((other, later) => later > index && other.sentAt < one.receivedAt && one.sentAt < other.receivedAt));
   const again = !plan.steps.some((step) => step.pooled) && (racing || Math.max(...times) - Math.min(...times) <= SHORT_PLAN_MS);
   let verdict = await attempt();
+  let alwaysLate = late;
   for (let tried = 1; again && verdict === 0 && tried < ATTEMPTS; tried++) {
     print(`A fault of order or timing does not show every time: again (${tried + 1} of ${ATTEMPTS}).`);
     verdict = await attempt();
+    alwaysLate &&= late;
+  }
+  // A race the replay never ran as close as the run did is not a race it lost: a busy machine's timing, no verdict.
+  if (verdict === 0 && alwaysLate) {
+    print(`COULD NOT TELL: the requests did not come as close together as in the run (${alwaysLate}); a fault of timing may need that.`);
+    verdict = 2;
   }
   // In the run, the team's rate limit refused a stop, or an interact the checks judge, before its answer came; where the replay could not send it into the limit again, a fault that needs the limit cannot show (a scrape or an account reading that met it is not this operation's).
   const judged = new Set(answerRefs(plan.checks.map((check) => check.args)));
@@ -193,6 +208,23 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
   }
   print(verdict === 1 ? 'The fault shows (exit 1).' : verdict === 0 ? 'The fault does not show (exit 0).' : 'Could not tell (exit 2).');
   return verdict;
+}
+
+/** The earlier step a step waited for in the run: the one whose answer came last before it was sent. */
+const latestBefore = (steps: TraceStep[], step: TraceStep) =>
+  steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt).reduce<TraceStep | undefined>((latest, earlier) => (!latest || earlier.receivedAt > latest.receivedAt ? earlier : latest), undefined);
+
+/** A step the run sent within RACE_MS of the one before, that the replay sent certainly further from it than the run could have: which, and by how much. */
+function lateStep(steps: TraceStep[], answers: Answer[], firstSent: number[]): string | undefined {
+  for (const step of steps) {
+    const last = latestBefore(steps, step);
+    if (!last || !answers[step.seq] || !answers[last.seq]) continue;
+    // At most this long passed on the target between the two in the run, and at least this long in the replay.
+    const inRun = step.receivedAt - last.sentAt;
+    const here = firstSent[step.seq] - answers[last.seq].receivedAt;
+    if (inRun < RACE_MS && here > inRun) return `#${step.seq} went ${here.toFixed(0)} ms after #${last.seq}'s answer, where in the run at most ${inRun.toFixed(0)} ms passed from #${last.seq}'s request to #${step.seq}'s answer`;
+  }
+  return undefined;
 }
 
 /** A request the run sent into the team's limit (answered 429, or retried after a limit's 429): the replay sends it into the limit again. */
@@ -219,7 +251,7 @@ export async function replaySteps(steps: TraceStep[], replay: (step: TraceStep) 
     done[step.seq] = (async () => {
       try {
         const previous = await Promise.all(before.map((earlier) => done[earlier.seq]));
-        const last = before.reduce<TraceStep | undefined>((latest, earlier) => (!latest || earlier.receivedAt > latest.receivedAt ? earlier : latest), undefined);
+        const last = latestBefore(steps, step);
         const from = last ? Math.max(...previous.map((answer) => answer.receivedAt)) : start;
         const pause = step.sentAt - (last ? last.receivedAt : first);
         await sleep(Math.max(0, from + pause - performance.now()));
