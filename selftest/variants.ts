@@ -485,6 +485,18 @@ export const faultyVariants: Variant[] = [
     }),
   },
   {
+    name: 'stop-keeps-cap-slot',
+    breaks: 'stop-is-final',
+    description: "keeps counting a stopped session against its team's cap of 3: once three of a team's sessions were stopped, no interact of the team opens one again",
+    options: behaviour((base, state) => ({
+      interact: (team, jobId, body) => {
+        const held = [...state.sessions.values(), ...state.stopped.values()].filter((session) => session.teamId === team.id).length;
+        if (held >= 3 && !state.sessions.has(jobId) && state.jobs.get(jobId)?.teamId === team.id) return base.error(429, 'Concurrency limit exceeded: at most 3 browser sessions at once.', {});
+        return base.interact(team, jobId, body);
+      },
+    })),
+  },
+  {
     name: 'account-never-debited',
     breaks: 'stop-is-final',
     description: 'reports each settlement in creditsBilled but never charges the account for it (billing is not settled)',

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RunError } from '../config/errors';
+import { notVerifiable } from '../checks/checks';
 import type { Settings } from '../config/settings';
 import { summary, type Answer, type Client } from './client';
 import type { Ledger } from './ledger';
@@ -15,6 +16,9 @@ import type { Identity } from './target';
 const EMPTY_HANDED_REFUSALS = 5;
 
 export type Opening = ReturnType<typeof openingOf>;
+
+/** Raised once a cap refused the team while the run held nothing of it: `stop-is-final/simultaneous-opens` judges it. */
+export const capHeldFlag = (team: Identity) => `cap-held-empty-handed-${team.name.replace(/\W+/g, '-')}`;
 
 /** What the discovery reads: the test's client, the run ledger, how long a request may take. */
 interface CapOptions {
@@ -65,12 +69,13 @@ export function openingOf(options: CapOptions, owner: Identity, jobId: string, m
       opening.cap = await capAt(options, owner, jobId, sentAt, receivedAt);
       // A cap met while the run held nothing of the team's: no slot the run can free will make room.
       if (opening.cap === 0 && told) emptyHandedSince ??= receivedAt;
-      if (opening.cap === 0 && told && ++emptyHanded >= EMPTY_HANDED_REFUSALS && receivedAt - emptyHandedSince! >= 5_000) {
-        throw new RunError(
-          `an interact that would open a session was refused for a cap ${emptyHanded} times (${summary(answer)}) while this run held no session or scrape of the ${owner.name}: ` +
-            'another client is using the team, or the target keeps the slots of sessions already stopped (a stop must release its browser)',
-          429,
-        );
+      // Once seen in this run, the first such refusal is enough.
+      const seen = api.coordination?.readShared<string>(capHeldFlag(owner)) !== undefined;
+      if (opening.cap === 0 && told && ++emptyHanded >= (seen ? 1 : EMPTY_HANDED_REFUSALS) && (seen || receivedAt - emptyHandedSince! >= 5_000)) {
+        const what = `an interact that would open a session was refused for a cap ${emptyHanded} time(s) (${summary(answer)}) while this run held no session or scrape of the ${owner.name}`;
+        if (!api.coordination) throw new RunError(`${what}: another client is using the team, or the target keeps the slots of sessions already stopped (a stop must release its browser)`, 429);
+        if (!seen) api.coordination.share(capHeldFlag(owner), what);
+        notVerifiable(`${what}; stop-is-final/simultaneous-opens judges whether the target keeps the slots of stopped sessions`);
       }
       return opening.cap > 0;
     },

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { test, expect } from '../../src/playwright/fixtures';
 import { accountTolerance, PROBE_HOLD_MS, unstatedMost, CREDIT_USAGE_PATH, judgeAccount, judgeRefuser, measureScrapePrice, pricedAt, probeAccount, readOpening, REFUSER_OPENING, settleAccount } from '../../src/domain/account';
 import { notVerifiable } from '../../src/checks/checks';
+import { capHeldFlag } from '../../src/domain/cap-discovery';
 import { summary, type Answer } from '../../src/domain/client';
 import { spec, TEST_IDS } from '../../src/config/rules';
 import { judge } from '../../src/domain/named-checks';
@@ -19,7 +20,11 @@ import { confirmBlame, replayBudgetMs } from '../../src/reproduction/confirm';
 test(
   'interacts that would open a session, sent at once on one job, open one: one stop ends it, and the team keeps every slot of its cap',
   spec('stop-is-final/simultaneous-opens'),
-  async ({ api, sessions, identities, check }) => {
+  async ({ api, sessions, identities, settings, check }) => {
+    const held = api.coordination?.readShared<string>(capHeldFlag(identities.owner));
+    if (held && !settings.accountCheck) notVerifiable(`${held}; with ACCOUNT_CHECK=0 another client may hold the team's sessions`);
+    // The run is the team's only client (as its account check holds): no slot of the cap was its own.
+    if (held) return check('room-left', () => expect(held, `${held}, after its sessions' stops: the target keeps the slots of stopped sessions (a stop must release its browser)`).toBeUndefined());
     // Under a known cap, one open more than it allows: every session opened beside the first would hold a slot.
     const cap = sessions.cap();
     const count = cap === undefined ? 3 : Math.min(cap + 1, 8);
