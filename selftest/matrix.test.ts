@@ -51,13 +51,14 @@ test('the suite catches every faulty variant by its rule, passes every correct o
     return { variant: untried(x.onVariant, onVariant), reference: untried(x.onReference, onReference) };
   };
   const busy = reproduced.filter((x) => raceUntried(x).variant || raceUntried(x).reference);
-  assert.ok(busy.length <= 3, `${busy.length} reproductions could not send their requests as close together as the run did: ${busy.map((x) => `${x.variant} ${x.test}`).join(', ')}`);
+  if (busy.length) console.log(`${busy.length} reproductions could not send their requests as close together as the run did: ${busy.map((x) => `${x.variant} ${x.test}`).join(', ')}`);
   const unfaithful = reproduced.filter((x) => !(x.onVariant === 1 || raceUntried(x).variant) || !(x.onReference === 0 || raceUntried(x).reference)).map((x) => `${x.variant} ${x.test}: ${x.onVariant} on the variant, ${x.onReference} on the reference\n${x.output.slice(-1500)}`);
   console.log(`${reproduced.length} reproductions replayed, of ${new Set(reproduced.map((x) => x.variant)).size} variants, in ${((run.replayMs ?? 0) / 1000).toFixed(1)} s`);
   assert.deepEqual(unfaithful, [], 'reproductions that do not show their fault again, or show one on the reference');
   assert.deepEqual(filesContaining(reproduced.map((x) => x.output).join('\n')), [], 'keys in what the reproductions printed');
   // By default each variant's quickest, at most two per test, not those of timing (MATRIX=full: every one).
-  assert.ok(new Set(reproduced.map((x) => x.test)).size >= 12, `reproductions of only ${new Set(reproduced.map((x) => x.test)).size} tests were replayed`);
+  const decided = new Set(reproduced.filter((x) => !busy.includes(x)).map((x) => x.test)).size;
+  assert.ok(decided >= 12, `reproductions of only ${decided} tests were replayed to a verdict on both sides`);
   // One caught order fault, shrunk: its counterexample is short enough to read.
   const shrunk = run.results.find((r) => r.variant.name === 'revive-with-old-clock')!.tests.find((t) => t.id === 'sequences/random-histories')!;
   const steps = Number(/A history of (\d+) steps breaks the model/.exec(shrunk.message ?? '')?.[1]);

@@ -28,8 +28,9 @@ class CouldNotTell extends Error {}
  */
 const ATTEMPTS = 3;
 const SHORT_PLAN_MS = 20_000;
-/** A request the run sent this soon after an earlier one raced it: a replay that sends it later has not tried that race. */
+/** A request the run sent this soon after an earlier one raced it; a replay that sends it later than the run could have by more than RACE_SLACK_MS has not tried that race. */
 const RACE_MS = 200;
+const RACE_SLACK_MS = 50;
 /**
  * A request the run sent into the team's rate limit (answered 429, or retried after one) is sent
  * into it again: the same caller first sends requests like it on jobs nobody has, a few at once,
@@ -214,17 +215,20 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
 const latestBefore = (steps: TraceStep[], step: TraceStep) =>
   steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt).reduce<TraceStep | undefined>((latest, earlier) => (!latest || earlier.receivedAt > latest.receivedAt ? earlier : latest), undefined);
 
-/** A step the run sent within RACE_MS of the one before, that the replay sent certainly further from it than the run could have: which, and by how much. */
+/** The step the replay sent latest against the run, among those the run sent within RACE_MS of the one before, where by more than RACE_SLACK_MS: which, and by how much. */
 function lateStep(steps: TraceStep[], answers: Answer[], firstSent: number[]): string | undefined {
+  let latest: { by: number; text: string } | undefined;
   for (const step of steps) {
     const last = latestBefore(steps, step);
     if (!last || !answers[step.seq] || !answers[last.seq]) continue;
     // At most this long passed on the target between the two in the run, and at least this long in the replay.
     const inRun = step.receivedAt - last.sentAt;
     const here = firstSent[step.seq] - answers[last.seq].receivedAt;
-    if (inRun < RACE_MS && here > inRun) return `#${step.seq} went ${here.toFixed(0)} ms after #${last.seq}'s answer, where in the run at most ${inRun.toFixed(0)} ms passed from #${last.seq}'s request to #${step.seq}'s answer`;
+    if (inRun < RACE_MS && here - inRun > RACE_SLACK_MS && here - inRun > (latest?.by ?? 0)) {
+      latest = { by: here - inRun, text: `#${step.seq} went ${here.toFixed(0)} ms after #${last.seq}'s answer, where in the run at most ${inRun.toFixed(0)} ms passed from #${last.seq}'s request to #${step.seq}'s answer` };
+    }
   }
-  return undefined;
+  return latest?.text;
 }
 
 /** A request the run sent into the team's limit (answered 429, or retried after a limit's 429): the replay sends it into the limit again. */
