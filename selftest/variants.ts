@@ -391,6 +391,24 @@ export const faultyVariants: Variant[] = [
     }),
   },
   {
+    name: 'limiter-counts-late',
+    breaks: 'rate-limit',
+    description: 'counts each admitted request 50 ms late (a counter updated without a lock), so a burst of concurrent stops gets far more through than the limit its refusals state',
+    options: statesItsLimit((state, rate) => {
+      const windows = new Map<string, { start: number; count: number }>();
+      return (key) => {
+        const { limit, windowMs } = rate(key);
+        const now = state.clock();
+        let window = windows.get(key);
+        if (!window || now - window.start >= windowMs) windows.set(key, (window = { start: now, count: 0 }));
+        if (window.count >= limit) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((window.start + windowMs - now) / 1000)) };
+        const counted = window;
+        setTimeout(() => (counted.count += 1), 50).unref();
+        return { allowed: true };
+      };
+    }),
+  },
+  {
     name: 'throttled-stop-still-stops',
     breaks: 'rate-limit',
     description: 'stops the session named in a stop it answers 429 (the limiter runs after the handler)',
@@ -789,8 +807,23 @@ export const correctVariants: Variant[] = [
   { name: 'session-cap-1', description: 'allows each team one live session; the interact that would open another answers 429 with Retry-After', options: capsSessions(1, true) },
   { name: 'session-cap-2-no-retry-after', description: 'allows each team two live sessions; beyond, 429 with no Retry-After', options: capsSessions(2, false) },
   { name: 'session-cap-4', sessionCap: 4, description: 'allows each team four live sessions, as its runs are told (SESSION_CAP=4); beyond, 429 with Retry-After', options: capsSessions(4, true) },
+  { name: 'states-its-limit', description: "states each team's limit and window in its refusals' words (Limit (req/2s): 40)", options: statesItsLimit((_state, _rate, base) => (key) => base.limit(key)) },
   { name: 'token-bucket-limiter', description: 'limits with a token bucket per team (50 tokens, 50 a second) instead of a fixed window', options: behaviour((_base, state) => ({ limit: tokenBucket(50, 50, state.clock) })) },
 ];
+
+/** A plan per team whose refusals state it in words, as `Limit (req/2s): 40`; `limiter` decides. */
+function statesItsLimit(limiter: (state: ReferenceState, rate: (key: string) => { limit: number; windowMs: number }, base: Behaviour) => Behaviour['limit']): ReferenceOptions {
+  const STATED_PLANS = { limit: 150, windowMs: 1000, perTeam: { 'team-burst': { limit: 40, windowMs: 2000 } } };
+  const rate = (key: string) => STATED_PLANS.perTeam[key.slice(0, key.indexOf(':')) as 'team-burst'] ?? STATED_PLANS;
+  return withLimit(STATED_PLANS, (base, state) => {
+    let last = STATED_PLANS as { limit: number; windowMs: number };
+    const decide = limiter(state, rate, base);
+    return {
+      limit: (key) => ((last = rate(key)), decide(key)),
+      error: (status, message, headers) => base.error(status, status === 429 ? `Rate limit exceeded. Limit (req/${last.windowMs / 1000}s): ${last.limit}. ${message}` : message, headers),
+    };
+  });
+}
 
 /** A token bucket per key: `capacity` tokens, refilled at `perSecond`; Retry-After until the next token. */
 function tokenBucket(capacity: number, perSecond: number, clock: () => number): Behaviour['limit'] {

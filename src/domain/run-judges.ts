@@ -8,6 +8,7 @@ import { describeSettlement, distinctSettlements, isNewCharge, settlementOf, set
 import { expectRefusal, expectRevealsNothing, ownerValuesOf } from './refusal-checks';
 import { durationVerdict, measuredInterval, type Tolerances } from './billing';
 import { RunError } from '../config/errors';
+import { readRefusal } from '../http/limits';
 import { expect } from '../checks/expect';
 
 const jobOf = (answer: Answer) => (JOB_OF_PATH.exec(answer.path)?.[1] ?? answer.path).toLowerCase();
@@ -57,6 +58,16 @@ export function peakPerSecond(answers: Answer[]): number {
   return peak;
 }
 
+/** The lowest limit the burst's refusals state in words, with the window they name. */
+function statedRate(answers: Answer[]): { limit: number; windowMs: number; words: string } | undefined {
+  const stated = answers
+    .filter((answer) => answer.status === 429)
+    .map((answer) => ({ refusal: readRefusal(answer.text, answer.headers), words: String(answer.body?.error ?? answer.text).slice(0, 120) }))
+    .filter(({ refusal }) => refusal.kind === 'rate' && refusal.limit && refusal.windowMs)
+    .map(({ refusal, words }) => ({ limit: refusal.limit!, windowMs: refusal.windowMs!, words }));
+  return stated.sort((a, b) => a.limit / a.windowMs - b.limit / b.windowMs)[0];
+}
+
 /** How many answers had each status. */
 export function countStatuses(answers: Answer[]): Record<number, number> {
   const counts: Record<number, number> = {};
@@ -83,6 +94,17 @@ export const RUN_JUDGES = {
   /** A burst faster than BURST_PROOF_RATE meets a 429; a slower one cannot tell a limit from none (an error of the run). */
   limited(answers: Answer[], burstMs: number, burstProofRate: number): Verdict {
     const counts = countStatuses(answers);
+    const stated = statedRate(answers);
+    if (stated) {
+      // Any algorithm admits at most twice a window's limit within one window's span (a fixed window's boundary may fall inside it).
+      const through = answers.filter((answer) => answer.status !== 429).map((answer) => answer.sentAt).sort((a, b) => a - b);
+      let most = 0;
+      for (let first = 0, end = 0; first < through.length; first++) {
+        while (end < through.length && through[end] < through[first] + stated.windowMs) end++;
+        most = Math.max(most, end - first);
+      }
+      expect(most, `the refusals state the team's limit, ${stated.limit} per ${stated.windowMs / 1000} s ("${stated.words}"), yet ${most} of the burst's requests within one such window got through: more than twice that, which no limiter of that rate admits (one that counts without a lock loses counts under concurrent requests)`).toBeLessThanOrEqual(2 * stated.limit);
+    }
     if (counts[429]) return;
     const peak = peakPerSecond(answers);
     const reached = `no 429 in ${answers.length} requests over ${(burstMs / 1000).toFixed(1)} s, at up to ${peak} answered within one second`;

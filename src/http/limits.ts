@@ -16,6 +16,8 @@ export interface Refusal {
   /** "Consumed: N, Remaining: M": the limiter's count, this request included. */
   consumed?: number;
   remaining?: number;
+  /** "Limit (req/min): N", "limit of N": the team's limit in the window named. */
+  limit?: number;
 }
 
 const CAP_WORDS = /concurren|maximum number of (\w+ )?(jobs|sessions)|sessions? (limit|cap)|sessions at once|too many (active|live|open|running) /i;
@@ -34,6 +36,8 @@ export function readRefusal(text: string, headers: Record<string, string>): Refu
   const remaining = /\bremaining\b[^:]{0,20}:\s*(\d+)/i.exec(text);
   if (consumed) refusal.consumed = Number(consumed[1]);
   if (remaining) refusal.remaining = Number(remaining[1]);
+  const limit = /\blimit\b\s*(?:\([^)]{0,20}\))?\s*(?::|of|is|=)\s*(\d+)/i.exec(text);
+  if (limit) refusal.limit = Number(limit[1]);
   return refusal;
 }
 
