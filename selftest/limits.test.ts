@@ -73,6 +73,29 @@ test('once the rate is known, places keep to it: no more than the limit in any w
   for (const at of all) assert.ok(all.filter((other) => other >= at && other < at + 400).length <= 3, `more than 3 places within 400 ms of ${at}: ${all.map((t) => t - now)}`);
 });
 
+test('a refusal of a request that had its place widens the margin between places, doubling, up to 5 % of the window', async () => {
+  const schedule = fresh();
+  const now = Date.now();
+  // A limit of 1 per 2 s: the margin is 40 ms (2 %), at most 100 ms more once widened.
+  schedule.learn(schedule.sent(now - 100), { kind: 'rate', windowMs: 2000, consumed: 2, remaining: 0 });
+  const gap = async () => {
+    const first = (await schedule.admit(false, Date.now(), signal)).at;
+    const second = (await schedule.admit(false, Date.now(), signal)).at;
+    return { first, gap: second - first - 2000 };
+  };
+  const plain = await gap();
+  assert.ok(plain.gap >= 40, `margin ${plain.gap}`);
+  // The limiter refused a request sent at its place: arrivals vary more than the margin allows.
+  schedule.answered(plain.first, true);
+  assert.equal((schedule as unknown as { widened: number }).widened, 40);
+  const wider = await gap();
+  assert.ok(wider.gap >= 80, `margin once widened: ${wider.gap}`);
+  // A refusal before any place was planned (learning the rate) widens nothing.
+  const other = fresh();
+  other.answered(other.sent(now), true);
+  assert.equal((other as unknown as { widened: number }).widened, 0);
+});
+
 test('a stop waiting for a place goes before requests that asked earlier', async () => {
   const schedule = fresh();
   const now = Date.now();

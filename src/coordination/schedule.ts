@@ -71,6 +71,9 @@ export class Schedule {
   private made = false;
   /** How late this process's last requests left after taking their places (a busy machine, a connection to open): the window is widened by twice that. */
   private readonly lateness: number[] = [];
+  /** Places taken under a known rate, and how much wider the margin grew each time the limiter refused one of them (arrivals vary more than planned). */
+  private readonly planned = new Set<number>();
+  private widened = 0;
 
   constructor(readonly dir: string, private readonly team: string, private readonly limiter: Limiter, private readonly stated?: Rate) {}
 
@@ -90,7 +93,7 @@ export class Schedule {
   }
 
   private margin(rate: Rate): number {
-    return Math.max(marginOf(rate), 2 * Math.max(0, ...this.lateness));
+    return Math.max(marginOf(rate), 2 * Math.max(0, ...this.lateness)) + Math.min(this.widened, rate.windowMs / 20);
   }
 
   /** A request that took its place at `at` left at `leftAt` (epoch ms). */
@@ -106,6 +109,8 @@ export class Schedule {
 
   /** Whether the rate's limiter refused the request sent at `at` (a cap's 429 got through it). */
   answered(at: number, refused: boolean): void {
+    const rate = this.rate();
+    if (refused && rate && this.planned.delete(at)) this.widened = Math.max(2 * this.widened, marginOf(rate));
     this.append(`${at} ${refused ? 'R' : 'A'}`);
   }
 
@@ -141,7 +146,11 @@ export class Schedule {
     const now = Date.now();
     const margin = this.margin(rate);
     const inWindow = this.through().filter((at) => at > now - rate.windowMs - margin);
-    if (inWindow.length < rate.limit) return { at: this.sent(now), waitMs: 0 };
+    if (inWindow.length < rate.limit) {
+      this.planned.add(now);
+      if (this.planned.size > 100) this.planned.delete(this.planned.values().next().value!);
+      return { at: this.sent(now), waitMs: 0 };
+    }
     return { waitMs: inWindow[inWindow.length - rate.limit] + rate.windowMs + margin - now };
   }
 
