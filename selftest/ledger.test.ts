@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { tempDir } from './temp';
 import { Ledger } from '../src/domain/ledger';
-import { openingOf } from '../src/domain/cap-discovery';
+import { capHeldFlag, capsHeld, openingOf } from '../src/domain/cap-discovery';
 import { lastStatusOf, RunError } from '../src/config/errors';
 import type { Client } from '../src/domain/client';
 import type { Answer } from '../src/domain/answer';
@@ -101,4 +101,23 @@ test('a session stopped by answers without a charge is silent, its life from its
   const spending = ledger.spending(TARGET, owner.name);
   assert.deepEqual(spending.silent, [{ jobId, lifeMs: 2_002, reports: 2 }, { jobId, lifeMs: 1_002, reports: 1 }]);
   assert.deepEqual(spending.settlements.map(({ settled, reports }) => [settled.length, reports]), [[1, 1], [1, 1]]);
+});
+
+test('a cap that refused a team empty-handed is asked again: still refused for a cap, the slot is kept; a session opened, it was freed late; a rate refusal tells neither', async () => {
+  const team = (name: string) => ({ name }) as Identity;
+  const teams = [team('owner team'), team('foreign team'), team('burst team'), team('quiet team')];
+  // Raised long enough ago for each but the last, which never met the cap.
+  const flags = new Map(teams.slice(0, 3).map((one) => [capHeldFlag(one), { what: `${one.name} refused`, at: Date.now() - 30_000 }]));
+  const api = { coordination: { readShared: (name: string) => flags.get(name) }, signal: undefined } as unknown as Client;
+  const answer = (status: number, refusal?: Answer['refusal']) => ({ method: 'POST', path: '/v2/scrape/x/interact', status, headers: {}, text: '', body: undefined, sentAt: 0, receivedAt: 0, attempts: 1, refusal }) as Answer;
+  const asked: string[] = [];
+  const held = await capsHeld(api, teams, async (as) => {
+    asked.push(as.name);
+    return as.name === 'owner team' ? answer(429, { kind: 'cap' }) : as.name === 'foreign team' ? answer(200) : answer(429, { kind: 'rate' });
+  });
+  assert.deepEqual(asked, ['owner team', 'foreign team', 'burst team']);
+  assert.equal(held.kept.length, 1);
+  assert.match(held.kept[0], /^owner team refused; 30 s later, with every session of the run stopped, an interact that would open one answered/);
+  assert.match(held.freed[0], /^foreign team refused/);
+  assert.match(held.untold[0], /^burst team refused/);
 });

@@ -23,6 +23,17 @@ test("the hosted service's words: a rate's refusal with its window, its wait and
   assert.deepEqual(readRefusal('<html><body><h1>429 Too Many Requests</h1></body></html>', {}), {});
 });
 
+test('a limit stated in words is read only with the window named with it', () => {
+  assert.deepEqual(readRefusal('Rate limit exceeded. Limit (req/min): 20. Please retry after 13s.', {}).limit, { limit: 20, windowMs: 60_000 });
+  assert.deepEqual(readRefusal('Too many requests: limit of 10 requests per second', {}).limit, { limit: 10, windowMs: 1_000 });
+  assert.deepEqual(readRefusal('rate limit: 40/2s', {}).limit, { limit: 40, windowMs: 2_000 });
+  // A number and a window apart, or words about limits in general, state nothing.
+  assert.deepEqual(readRefusal('Rate limit: 10 per second. Plan: 1000 requests per hour', {}).limit, { limit: 10, windowMs: 1_000 });
+  assert.equal(readRefusal('Rate limit reached (10). Plan: 1000 requests per hour', {}).limit, undefined);
+  assert.equal(readRefusal(FIRECRAWL_RATE, {}).limit, undefined);
+  assert.equal(readRefusal('Rate limit exceeded, retry after 2s.', {}).limit, undefined);
+});
+
 test('RATE_LIMIT values: requests over a window', () => {
   assert.deepEqual(parseRate('10/min'), { limit: 10, windowMs: 60_000 });
   assert.deepEqual(parseRate('20/10s'), { limit: 20, windowMs: 10_000 });

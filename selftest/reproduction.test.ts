@@ -136,7 +136,7 @@ test('a race the replay cannot send as close as the run did is no verdict (exit 
     };
     const lines: string[] = [];
     assert.equal(await reproduce(plan, env(servers[0]), busy(lines)), 2, lines.join('\n'));
-    assert.match(lines.join('\n'), /COULD NOT TELL: the requests did not come as close together as in the run \(#3 went \d+ ms after #2's answer, where in the run at most 54 ms passed/);
+    assert.match(lines.join('\n'), /COULD NOT TELL: the requests did not come as close together as in the run \(#3 went \d+ ms after the answer it waited for, where in the run at most 54 ms passed/);
     assert.equal(await reproduce(plan, env(servers[1]), busy([])), 2, 'a correct target, late: no verdict either');
     const quick: string[] = [];
     assert.equal(await reproduce(plan, env(servers[0]), (line) => quick.push(line)), 1, quick.join('\n'));

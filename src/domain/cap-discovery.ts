@@ -17,14 +17,50 @@ const EMPTY_HANDED_REFUSALS = 5;
 
 export type Opening = ReturnType<typeof openingOf>;
 
-/** Raised once a cap refused the team while the run held nothing of it: `stop-is-final/simultaneous-opens` judges it. */
+/** Raised once a cap refused the team while the run held nothing of it (what, and when): `stop-is-final/simultaneous-opens` judges it. */
 export const capHeldFlag = (team: Identity) => `cap-held-empty-handed-${team.name.replace(/\W+/g, '-')}`;
+export interface CapHeld {
+  what: string;
+  at: number;
+}
 
-/** What the discovery reads: the test's client, the run ledger, how long a request may take. */
+/** How long after a cap refused a team empty-handed it is asked again: a browser still being released by then was not released by its stop. */
+export const CAP_CONFIRM_MS = 30_000;
+
+/**
+ * Each team whose cap refused it while the run held nothing, asked again once the run holds nothing
+ * and CAP_CONFIRM_MS have passed, by `open` (one interact that would open a session, a 429 its
+ * answer): still refused for a cap, a session that opened (a slow release), or a refusal that does
+ * not say which limit it is.
+ */
+export async function capsHeld(api: Client, teams: Identity[], open: (as: Identity) => Promise<Answer>): Promise<{ kept: string[]; freed: string[]; untold: string[] }> {
+  const found = { kept: [] as string[], freed: [] as string[], untold: [] as string[] };
+  for (const team of teams) {
+    const held = api.coordination?.readShared<CapHeld>(capHeldFlag(team));
+    if (!held || 'unavailable' in held) continue;
+    await sleep(Math.max(0, held.at + CAP_CONFIRM_MS - Date.now()), undefined, { signal: api.signal });
+    const answer = await open(team);
+    const later = `${held.what}; ${Math.round((Date.now() - held.at) / 1000)} s later, with every session of the run stopped, an interact that would open one answered ${summary(answer)}`;
+    const capped = answer.status === 429 && (answer.refusal?.kind === 'cap' || answer.refusal?.roomInWindow === true);
+    (answer.status === 200 ? found.freed : capped ? found.kept : found.untold).push(later);
+  }
+  return found;
+}
+
+/** The sequences search's histories end quietly on it: no session of the team can open. */
+export class CapHeldEmptyHanded extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CapHeldEmptyHanded';
+  }
+}
+
+/** What the discovery reads: the test's client, the run ledger, how long a request may take; an allowance where the sequences search provisions. */
 interface CapOptions {
   api: Client;
   ledger: Ledger;
   settings: Pick<Settings, 'requestTimeoutMs'>;
+  allowance?: unknown;
 }
 
 /**
@@ -70,11 +106,12 @@ export function openingOf(options: CapOptions, owner: Identity, jobId: string, m
       // A cap met while the run held nothing of the team's: no slot the run can free will make room.
       if (opening.cap === 0 && told) emptyHandedSince ??= receivedAt;
       // Once seen in this run, the first such refusal is enough.
-      const seen = api.coordination?.readShared<string>(capHeldFlag(owner)) !== undefined;
+      const seen = api.coordination?.readShared<CapHeld>(capHeldFlag(owner)) !== undefined;
       if (opening.cap === 0 && told && ++emptyHanded >= (seen ? 1 : EMPTY_HANDED_REFUSALS) && (seen || receivedAt - emptyHandedSince! >= 5_000)) {
         const what = `an interact that would open a session was refused for a cap ${emptyHanded} time(s) (${summary(answer)}) while this run held no session or scrape of the ${owner.name}`;
         if (!api.coordination) throw new RunError(`${what}: another client is using the team, or the target keeps the slots of sessions already stopped (a stop must release its browser)`, 429);
-        if (!seen) api.coordination.share(capHeldFlag(owner), what);
+        if (!seen) api.coordination.share<CapHeld>(capHeldFlag(owner), { what, at: Date.now() });
+        if (options.allowance) throw new CapHeldEmptyHanded(what);
         notVerifiable(`${what}; stop-is-final/simultaneous-opens judges whether the target keeps the slots of stopped sessions`);
       }
       return opening.cap > 0;

@@ -272,9 +272,9 @@ export class Sessions {
    * in the ledger first, so that the teardown stops whatever they opened. Every one 404 (the job
    * not written yet) is tried again, as provisioning does.
    */
-  async openAtOnce(count: number): Promise<{ jobId: string; opens: Answer[] }> {
+  async openAtOnce(count: number, { as, once }: { as?: Identity; once?: boolean } = {}): Promise<{ jobId: string; opens: Answer[] }> {
     const { api } = this.options;
-    const owner = this.owner;
+    const owner = as ?? this.owner;
     if (this.roomOf(owner).taken <= this.liveOf(owner)) await this.reserve(this.liveOf(owner) + 1, owner);
     const giveBackSession = this.takeFromBudget();
     const { jobId } = await this.scrape(true, false, owner).catch((error) => {
@@ -286,7 +286,8 @@ export class Sessions {
       opens = await Promise.all(
         Array.from({ length: count }, async () => {
           const opening = openingOf(this.options, owner, jobId, true);
-          const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true }).catch((error) => {
+          // `once`: a 429 is the answer, not waited out.
+          const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, onAttempt: opening.onAttempt, opens: true, ...(once ? { on429: 'once' as const } : { giveUpOn429: opening.giveUpOn429 }) }).catch((error) => {
             opening.ended(lastStatusOf(error));
             throw error;
           });

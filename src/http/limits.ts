@@ -16,8 +16,8 @@ export interface Refusal {
   /** "Consumed: N, Remaining: M": the limiter's count, this request included. */
   consumed?: number;
   remaining?: number;
-  /** "Limit (req/min): N", "limit of N": the team's limit in the window named. */
-  limit?: number;
+  /** "Limit (req/min): N", "limit of N requests per minute": the team's limit and its window, named together. */
+  limit?: { limit: number; windowMs: number };
 }
 
 const CAP_WORDS = /concurren|maximum number of (\w+ )?(jobs|sessions)|sessions? (limit|cap)|sessions at once|too many (active|live|open|running) /i;
@@ -36,8 +36,11 @@ export function readRefusal(text: string, headers: Record<string, string>): Refu
   const remaining = /\bremaining\b[^:]{0,20}:\s*(\d+)/i.exec(text);
   if (consumed) refusal.consumed = Number(consumed[1]);
   if (remaining) refusal.remaining = Number(remaining[1]);
-  const limit = /\blimit\b\s*(?:\([^)]{0,20}\))?\s*(?::|of|is|=)\s*(\d+)/i.exec(text);
-  if (limit) refusal.limit = Number(limit[1]);
+  const UNIT = '(ms|s|sec|second|min|minute|h|hour)';
+  const before = new RegExp(`\\blimit\\s*\\(\\s*req(?:uests)?\\s*/\\s*(\\d*)\\s*${UNIT}\\s*\\)\\s*:\\s*(\\d+)`, 'i').exec(text);
+  const after = new RegExp(`\\blimit\\s*(?::|of|is|=)\\s*(\\d+)\\s*(?:req(?:uests)?)?\\s*(?:/|per)\\s*(\\d*)\\s*${UNIT}\\b`, 'i').exec(text);
+  if (before) refusal.limit = { limit: Number(before[3]), windowMs: Number(before[1] || 1) * UNIT_MS[before[2].toLowerCase()] };
+  else if (after) refusal.limit = { limit: Number(after[1]), windowMs: Number(after[2] || 1) * UNIT_MS[after[3].toLowerCase()] };
   return refusal;
 }
 

@@ -197,7 +197,7 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
   }
   // A race the replay never ran as close as the run did is not a race it lost: a busy machine's timing, no verdict.
   if (verdict === 0 && alwaysLate) {
-    print(`COULD NOT TELL: the requests did not come as close together as in the run (${alwaysLate}); a fault of timing may need that.`);
+    print(`COULD NOT TELL: the requests did not come as close together as in the run (${alwaysLate}); a fault of timing may need that (a busy machine, or a slow target).`);
     verdict = 2;
   }
   // In the run, the team's rate limit refused a stop, or an interact the checks judge, before its answer came; where the replay could not send it into the limit again, a fault that needs the limit cannot show (a scrape or an account reading that met it is not this operation's).
@@ -215,17 +215,23 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
 const latestBefore = (steps: TraceStep[], step: TraceStep) =>
   steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt).reduce<TraceStep | undefined>((latest, earlier) => (!latest || earlier.receivedAt > latest.receivedAt ? earlier : latest), undefined);
 
-/** The step the replay sent latest against the run, among those the run sent within RACE_MS of the one before, where by more than RACE_SLACK_MS: which, and by how much. */
+/**
+ * The step the replay sent latest against the run, among those the run sent within RACE_MS of the
+ * answer before, where by more than RACE_SLACK_MS: which, and by how much. A step that waited for a
+ * drain into the limit was meant to go later.
+ */
 function lateStep(steps: TraceStep[], answers: Answer[], firstSent: number[]): string | undefined {
   let latest: { by: number; text: string } | undefined;
   for (const step of steps) {
     const last = latestBefore(steps, step);
-    if (!last || !answers[step.seq] || !answers[last.seq]) continue;
+    const drained = steps.some((other) => other.sentAt <= step.sentAt && step.sentAt < other.receivedAt && intoTheLimit(other));
+    if (!last || drained || !answers[step.seq]) continue;
+    const before = steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt).map((earlier) => answers[earlier.seq]?.receivedAt ?? 0);
     // At most this long passed on the target between the two in the run, and at least this long in the replay.
     const inRun = step.receivedAt - last.sentAt;
-    const here = firstSent[step.seq] - answers[last.seq].receivedAt;
+    const here = firstSent[step.seq] - Math.max(...before);
     if (inRun < RACE_MS && here - inRun > RACE_SLACK_MS && here - inRun > (latest?.by ?? 0)) {
-      latest = { by: here - inRun, text: `#${step.seq} went ${here.toFixed(0)} ms after #${last.seq}'s answer, where in the run at most ${inRun.toFixed(0)} ms passed from #${last.seq}'s request to #${step.seq}'s answer` };
+      latest = { by: here - inRun, text: `#${step.seq} went ${here.toFixed(0)} ms after the answer it waited for, where in the run at most ${inRun.toFixed(0)} ms passed from #${last.seq}'s request to #${step.seq}'s answer` };
     }
   }
   return latest?.text;

@@ -7,6 +7,7 @@
 import { type Client } from '../domain/client';
 import { RunError } from '../config/errors';
 import { BudgetSpent, CapReached, type Sessions } from '../domain/sessions';
+import { CapHeldEmptyHanded } from '../domain/cap-discovery';
 import type { Settings } from '../config/settings';
 import type { Identities } from '../domain/target';
 import { Budget, Pacer } from './pace';
@@ -111,8 +112,8 @@ export async function runHistory(options: ExploreOptions, budget: Budget, state:
     }
     // The target's cap on live sessions showed: not a disagreement; the next history keeps under it.
     if (error instanceof CapReached) return undefined;
-    // The search's share of the session budget is spent: it ends here.
-    if (error instanceof BudgetSpent) {
+    // The search's share of the session budget is spent, or no session of the team can open: it ends here.
+    if (error instanceof BudgetSpent || error instanceof CapHeldEmptyHanded) {
       budget.outOfSessions = true;
       return undefined;
     }
