@@ -393,7 +393,7 @@ export const faultyVariants: Variant[] = [
   {
     name: 'limiter-counts-late',
     breaks: 'rate-limit',
-    description: 'counts each admitted request 50 ms late (a counter updated without a lock), so a burst of concurrent stops gets far more through than the limit its refusals state',
+    description: 'counts each admitted request 300 ms late (a counter updated without a lock), so a burst of concurrent stops gets far more through than the limit its refusals state',
     options: statesItsLimit((state, rate) => {
       const windows = new Map<string, { start: number; count: number }>();
       return (key) => {
@@ -403,7 +403,7 @@ export const faultyVariants: Variant[] = [
         if (!window || now - window.start >= windowMs) windows.set(key, (window = { start: now, count: 0 }));
         if (window.count >= limit) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((window.start + windowMs - now) / 1000)) };
         const counted = window;
-        setTimeout(() => (counted.count += 1), 50).unref();
+        setTimeout(() => (counted.count += 1), 300).unref();
         return { allowed: true };
       };
     }),
