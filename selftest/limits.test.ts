@@ -63,6 +63,11 @@ test("a refusal that names its window teaches the rate: the limiter's own count 
   assert.equal(unworded.learn(now, readRefusal('Rate limit exceeded, retry after 1s.', { 'retry-after': '1' })), undefined);
   const rate = unworded.learn(now, readRefusal('Rate limit exceeded: 10 requests per second, retry after 1s.', { 'retry-after': '1' }));
   assert.deepEqual(rate, { limit: 7, windowMs: 1_000, from: 'learnt from a 429 that names its window' });
+
+  // Sent at once: the request refused may have been sent before others the target counted first. Those sent before its answer came count.
+  const atOnce = fresh();
+  for (let i = 0; i < 20; i++) atOnce.sent(now - 50 + i);
+  assert.deepEqual(atOnce.learn(now - 48, readRefusal('Rate limit exceeded: 10 requests per second.', {}), now), { limit: 19, windowMs: 1_000, from: 'learnt from a 429 that names its window' });
 });
 
 test('once the rate is known, places keep to it: no more than the limit in any window, the room and the window judged from the log', async () => {

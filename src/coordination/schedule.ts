@@ -170,7 +170,7 @@ export class Schedule {
   }
 
   /** What a rate's refusal of the request sent at `at` teaches (see the module's comment). Returns the rate now known. */
-  learn(at: number, refusal: Refusal): Rate | undefined {
+  learn(at: number, refusal: Refusal, answeredAt = at): Rate | undefined {
     if (this.stated) return this.stated;
     return locked(this.dir, () => {
       const known = this.rate();
@@ -179,8 +179,9 @@ export class Schedule {
       if (windowMs === undefined) return undefined;
       const start = refusal.resetMs !== undefined && refusal.resetMs < windowMs ? at + refusal.resetMs - windowMs : at - windowMs;
       // The limiter's own count where it gives it (this request included, and any refused before it in the window); else the run's,
-      // those sent in the same millisecond included, this one not (it is not marked refused yet).
-      const estimate = refusal.consumed !== undefined && refusal.remaining === 0 ? refusal.consumed - 1 : this.throughBetween(start, at + 1) - 1;
+      // every request sent before the refusal's answer came (one sent earlier may have reached the target later), this one not.
+      // Too high a limit is lowered by the next refusal; too low one would never be raised.
+      const estimate = refusal.consumed !== undefined && refusal.remaining === 0 ? refusal.consumed - 1 : this.throughBetween(start, Math.max(at, answeredAt) + 1) - 1;
       // A refusal counted over another window than the one known: the stricter rate of the two is kept.
       if (known && known.windowMs !== windowMs) {
         if (estimate < 1 || estimate / windowMs >= known.limit / known.windowMs) return known;

@@ -309,7 +309,7 @@ function judge(schedule: Schedule, at: number, answer: Answer, request: SendOpti
   const room = schedule.hadRoom(at);
   const before = schedule.rate();
   const rate = refusal.kind === 'rate' || (refusal.kind === undefined && !request.opens && request.on429 !== 'once');
-  if (rate) schedule.learn(at, refusal);
+  if (rate) schedule.learn(at, refusal, Date.now());
   // Room by a rate this refusal did not correct, and no cap's words: another's use of the limit, not the schedule's error.
   const unearned = room === true && refusal.kind !== 'cap' && JSON.stringify(schedule.rate()) === JSON.stringify(before);
   return { ...refusal, ...(room === undefined ? {} : { roomInWindow: room }), ...(unearned ? { unearned } : {}) };
