@@ -31,6 +31,8 @@ export interface Variant {
   holdsPastAMinute?: boolean;
   /** The cap on live sessions its runs are told (SESSION_CAP), where a fault shows only against a known one. */
   sessionCap?: number;
+  /** Its fault shows in one timing of requests and not another (a session ended 100 ms late): its reproductions are replayed with MATRIX=full only. */
+  timingFault?: true;
   /** Its known-deviations file (from the kit's folder): the suite runs against it with that file. */
   knownDeviations?: string;
   /**
@@ -433,6 +435,7 @@ export const faultyVariants: Variant[] = [
   {
     name: 'concurrent-stops-both-charge',
     breaks: 'stop-is-final',
+    timingFault: true,
     description: 'ends a session 100 ms after a stop, so a stop in between charges again',
     options: behaviour((base, state) => ({
       stop: (team, jobId) => {
