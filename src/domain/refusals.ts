@@ -63,7 +63,7 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
   const { api, sessions, session, check, settings, owner } = context;
   const holdMs = holdAroundMs(api, settings, session.created);
   const beforeMs = holdBeforeMs(api, settings, session.created);
-  await step(`hold the session ${beforeMs} ms`, () => sleep(beforeMs - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
+  await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
   const refusersConnection = api.connection();
   const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.stop(session.jobId, refuser, { connection: refusersConnection }));
   // The owner's key under a scheme word its file declares ignored is the owner's: no refusal to repeat.

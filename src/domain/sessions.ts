@@ -267,6 +267,11 @@ export class Sessions {
     return problems;
   }
 
+  /** Waits until `session` is `ms` old, from its interact's answer. */
+  holdUntil(session: Session, ms: number): Promise<void> {
+    return sleep(Math.max(0, ms - (performance.now() - session.created.receivedAt)), undefined, { signal: this.options.signal });
+  }
+
   /**
    * `count` interacts that would open a session on a new job, sent at once as the owner: the job is
    * in the ledger first, so that the teardown stops whatever they opened. Every one 404 (the job

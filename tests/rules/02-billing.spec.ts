@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from '../../src/playwright/fixtures';
 import { boundsOf, measuredInterval } from '../../src/domain/billing';
 import { judge } from '../../src/domain/named-checks';
@@ -37,7 +36,7 @@ for (const { id, title, index, gap, interacts } of holds) {
       for (let call = 1; call <= interacts; call++) {
         const at = (holdMs * call) / interacts;
         await test.step(`hold until ${Math.round(at)} ms${call < interacts ? ', then interact again' : ''}`, async () => {
-          await sleep(at - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal });
+          await sessions.holdUntil(session, at);
           if (call < interacts) {
             const again = await sessions.interact(session);
             // Part of using the session, not the operation under test: a refusal here is an error of the run.

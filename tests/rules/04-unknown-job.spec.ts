@@ -28,7 +28,7 @@ test(
     const { jobId } = await test.step('the owner creates a scrape job without a session', () => sessions.jobWithoutSession());
     const session = await test.step('the owner opens a session on another job', () => sessions.provision());
     const [beforeMs, holdMs] = [holdBeforeMs(api, settings, session.created), holdAroundMs(api, settings, session.created)];
-    await test.step(`hold the session ${beforeMs} ms`, () => sleep(Math.max(0, beforeMs - (performance.now() - session.created.receivedAt)), undefined, { signal: api.signal }));
+    await test.step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
     const random = await test.step('the owner stops a fresh random UUID', () => api.stop(randomUUID(), identities.owner));
     const withoutSession = await test.step("the owner stops the other job's (absent) session", () => api.stop(jobId, identities.owner));
     await check('status', judge.all([judge.status(random, 404), judge.status(withoutSession, 404)]));

@@ -2,7 +2,6 @@
  * Rule 7 as the account sees it: after every other test of the run (a project teardown), the owner
  * team's credit counter must have been charged exactly the settlements and scrapes the run saw.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test, expect } from '../../src/playwright/fixtures';
 import { accountTolerance, PROBE_HOLD_MS, unstatedMost, CREDIT_USAGE_PATH, judgeAccount, judgeRefuser, measureScrapePrice, pricedAt, probeAccount, readOpening, REFUSER_OPENING, settleAccount } from '../../src/domain/account';
 import { notVerifiable } from '../../src/checks/checks';
@@ -132,7 +131,7 @@ test(
           const session = await sessions.provision();
           for (const who of ['foreign', 'noKey'] as const) await api.stop(session.jobId, identities[who]);
           // Long enough to be charged by the second, so that a charge of the wrong size, or a repeat stop's, shows.
-          await sleep(PROBE_HOLD_MS - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal });
+          await sessions.holdUntil(session, PROBE_HOLD_MS);
           return { scrape: session.scrape, created: session.created, stop: async () => {
             const first = await api.stop(session.jobId, identities.owner);
             await api.stop(session.jobId, identities.owner);

@@ -11,8 +11,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /** Long enough to be charged by the second: a stop that charges again then shows in the account (stop-is-final/account). */
 const BILLED_HOLD_MS = 1_500;
 
-test('a second stop of a stopped session answers 404, or 200 without a new charge', spec('stop-is-final/second-stop'), async ({ api, session, identities, check }) => {
-  await test.step(`hold the session ${BILLED_HOLD_MS} ms`, () => sleep(BILLED_HOLD_MS - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
+test('a second stop of a stopped session answers 404, or 200 without a new charge', spec('stop-is-final/second-stop'), async ({ api, session, sessions, identities, check }) => {
+  await test.step(`hold the session ${BILLED_HOLD_MS} ms`, () => sessions.holdUntil(session, BILLED_HOLD_MS));
   const first = await test.step('the owner stops the session', () => api.stop(session.jobId, identities.owner));
   await check('first-stop', judge.status(first, 200));
   const second = await test.step('the owner stops it again', () => api.stop(session.jobId, identities.owner));
@@ -21,8 +21,8 @@ test('a second stop of a stopped session answers 404, or 200 without a new charg
   await check('no-second-charge', judge.noSecondCharge(second, first));
 });
 
-test('two simultaneous stops of one session settle it once', spec('stop-is-final/simultaneous-stops'), async ({ api, session, identities, coordination, check }) => {
-  await test.step(`hold the session ${BILLED_HOLD_MS} ms`, () => sleep(BILLED_HOLD_MS - (performance.now() - session.created.receivedAt), undefined, { signal: api.signal }));
+test('two simultaneous stops of one session settle it once', spec('stop-is-final/simultaneous-stops'), async ({ api, session, sessions, identities, coordination, check }) => {
+  await test.step(`hold the session ${BILLED_HOLD_MS} ms`, () => sessions.holdUntil(session, BILLED_HOLD_MS));
   const stops = await test.step('the owner sends two stops at once', () =>
     Promise.all([1, 2].map(() => api.stop(session.jobId, identities.owner))),
   );
