@@ -111,7 +111,7 @@ test('a cap that refused a team empty-handed is asked again: still refused for a
   const api = { coordination: { readShared: (name: string) => flags.get(name) }, signal: undefined } as unknown as Client;
   const answer = (status: number, refusal?: Answer['refusal']) => ({ method: 'POST', path: '/v2/scrape/x/interact', status, headers: {}, text: '', body: undefined, sentAt: 0, receivedAt: 0, attempts: 1, refusal }) as Answer;
   const asked: string[] = [];
-  const held = await capsHeld(api, teams, async (as) => {
+  const held = await capsHeld(api, teams, true, async (as) => {
     asked.push(as.name);
     return as.name === 'owner team' ? answer(429, { kind: 'cap' }) : as.name === 'foreign team' ? answer(200) : answer(429, { kind: 'rate' });
   });
@@ -120,4 +120,8 @@ test('a cap that refused a team empty-handed is asked again: still refused for a
   assert.match(held.kept[0], /^owner team refused; 30 s later, with every session of the run stopped, an interact that would open one answered/);
   assert.match(held.freed[0], /^foreign team refused/);
   assert.match(held.untold[0], /^burst team refused/);
+  // Another client may hold the team's sessions: nothing is asked, nothing told.
+  asked.length = 0;
+  const shared = await capsHeld(api, teams, false, async () => answer(200));
+  assert.deepEqual([asked, shared.kept, shared.freed, shared.untold.length], [[], [], [], 3]);
 });

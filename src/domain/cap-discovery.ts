@@ -19,7 +19,7 @@ export type Opening = ReturnType<typeof openingOf>;
 
 /** Raised once a cap refused the team while the run held nothing of it (what, and when): `stop-is-final/simultaneous-opens` judges it. */
 export const capHeldFlag = (team: Identity) => `cap-held-empty-handed-${team.name.replace(/\W+/g, '-')}`;
-export interface CapHeld {
+interface CapHeld {
   what: string;
   at: number;
 }
@@ -30,14 +30,19 @@ export const CAP_CONFIRM_MS = 30_000;
 /**
  * Each team whose cap refused it while the run held nothing, asked again once the run holds nothing
  * and CAP_CONFIRM_MS have passed, by `open` (one interact that would open a session, a 429 its
- * answer): still refused for a cap, a session that opened (a slow release), or a refusal that does
- * not say which limit it is.
+ * answer): still refused for a cap (`kept`), a session opened (a slow release), or untold: a
+ * refusal that does not say which limit it is, or another client of the team may hold the cap
+ * (ACCOUNT_CHECK=0, not asked).
  */
-export async function capsHeld(api: Client, teams: Identity[], open: (as: Identity) => Promise<Answer>): Promise<{ kept: string[]; freed: string[]; untold: string[] }> {
+export async function capsHeld(api: Client, teams: Identity[], soleClient: boolean, open: (as: Identity) => Promise<Answer>): Promise<{ kept: string[]; freed: string[]; untold: string[] }> {
   const found = { kept: [] as string[], freed: [] as string[], untold: [] as string[] };
   for (const team of teams) {
     const held = api.coordination?.readShared<CapHeld>(capHeldFlag(team));
     if (!held || 'unavailable' in held) continue;
+    if (!soleClient) {
+      found.untold.push(`${held.what}; with ACCOUNT_CHECK=0 another client may hold the team's sessions`);
+      continue;
+    }
     await sleep(Math.max(0, held.at + CAP_CONFIRM_MS - Date.now()), undefined, { signal: api.signal });
     const answer = await open(team);
     const later = `${held.what}; ${Math.round((Date.now() - held.at) / 1000)} s later, with every session of the run stopped, an interact that would open one answered ${summary(answer)}`;
