@@ -21,26 +21,31 @@ export interface Refusal {
 }
 
 const CAP_WORDS = /concurren|maximum number of (\w+ )?(jobs|sessions)|sessions? (limit|cap)|sessions at once|too many (active|live|open|running) /i;
-const RATE_WORDS = /rate.?limit|\breq(uests)?\s*\/\s*\d*\s*(ms|s|sec|second|min|minute|h|hour)\b|requests? per (second|minute|hour)/i;
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, sec: 1000, second: 1000, min: 60_000, minute: 60_000, h: 3_600_000, hour: 3_600_000 };
+const UNIT = `(${Object.keys(UNIT_MS).join('|')})`;
+const WINDOW = new RegExp(`\\breq(?:uests)?\\s*/\\s*(\\d*)\\s*${UNIT}\\b`, 'i');
+const RATE_WORDS = new RegExp(`rate.?limit|${WINDOW.source}|requests? per (second|minute|hour)`, 'i');
+/** A limit named with its window: "Limit (req/min): 20", or "limit of 10 requests per second". */
+const LIMIT_AFTER_WINDOW = new RegExp(`\\blimit\\s*\\(\\s*req(?:uests)?\\s*/\\s*(\\d*)\\s*${UNIT}\\s*\\)\\s*:\\s*(\\d+)`, 'i');
+const LIMIT_BEFORE_WINDOW = new RegExp(`\\blimit\\s*(?::|of|is|=)\\s*(\\d+)\\s*(?:req(?:uests)?)?\\s*(?:/|per)\\s*(\\d*)\\s*${UNIT}\\b`, 'i');
+const windowOf = (count: string, unit: string) => Number(count || 1) * UNIT_MS[unit.toLowerCase()];
 
 export function readRefusal(text: string, headers: Record<string, string>): Refusal {
   const refusal: Refusal = {};
   if (CAP_WORDS.test(text)) refusal.kind = 'cap';
   else if (RATE_WORDS.test(text)) refusal.kind = 'rate';
-  const window = /\breq(?:uests)?\s*\/\s*(\d*)\s*(ms|s|sec|second|min|minute|h|hour)\b/i.exec(text) ?? /requests? per (\d*)\s*(second|minute|hour)/i.exec(text);
-  if (window) refusal.windowMs = Number(window[1] || 1) * UNIT_MS[window[2].toLowerCase()];
+  const window = WINDOW.exec(text) ?? /requests? per (\d*)\s*(second|minute|hour)/i.exec(text);
+  if (window) refusal.windowMs = windowOf(window[1], window[2]);
   const reset = retryAfterMs(headers['retry-after']) ?? secondsIn(/retry (?:after|in) (\d+(?:\.\d+)?)\s*s/i.exec(text));
   if (reset !== undefined) refusal.resetMs = reset;
   const consumed = /\bconsumed\b[^:]{0,20}:\s*(\d+)/i.exec(text);
   const remaining = /\bremaining\b[^:]{0,20}:\s*(\d+)/i.exec(text);
   if (consumed) refusal.consumed = Number(consumed[1]);
   if (remaining) refusal.remaining = Number(remaining[1]);
-  const UNIT = '(ms|s|sec|second|min|minute|h|hour)';
-  const before = new RegExp(`\\blimit\\s*\\(\\s*req(?:uests)?\\s*/\\s*(\\d*)\\s*${UNIT}\\s*\\)\\s*:\\s*(\\d+)`, 'i').exec(text);
-  const after = new RegExp(`\\blimit\\s*(?::|of|is|=)\\s*(\\d+)\\s*(?:req(?:uests)?)?\\s*(?:/|per)\\s*(\\d*)\\s*${UNIT}\\b`, 'i').exec(text);
-  if (before) refusal.limit = { limit: Number(before[3]), windowMs: Number(before[1] || 1) * UNIT_MS[before[2].toLowerCase()] };
-  else if (after) refusal.limit = { limit: Number(after[1]), windowMs: Number(after[2] || 1) * UNIT_MS[after[3].toLowerCase()] };
+  const after = LIMIT_AFTER_WINDOW.exec(text);
+  const before = LIMIT_BEFORE_WINDOW.exec(text);
+  if (after) refusal.limit = { limit: Number(after[3]), windowMs: windowOf(after[1], after[2]) };
+  else if (before) refusal.limit = { limit: Number(before[1]), windowMs: windowOf(before[2], before[3]) };
   return refusal;
 }
 

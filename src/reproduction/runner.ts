@@ -211,9 +211,11 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
   return verdict;
 }
 
-/** The earlier step a step waited for in the run: the one whose answer came last before it was sent. */
-const latestBefore = (steps: TraceStep[], step: TraceStep) =>
-  steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt).reduce<TraceStep | undefined>((latest, earlier) => (!latest || earlier.receivedAt > latest.receivedAt ? earlier : latest), undefined);
+/** The steps the run had answered before it sent `step`, and of them the one it waited for: the last answered. */
+function waitedFor(steps: TraceStep[], step: TraceStep): { before: TraceStep[]; last?: TraceStep } {
+  const before = steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt);
+  return { before, last: before.reduce<TraceStep | undefined>((latest, earlier) => (!latest || earlier.receivedAt > latest.receivedAt ? earlier : latest), undefined) };
+}
 
 /**
  * The step the replay sent latest against the run, among those the run sent within RACE_MS of the
@@ -223,13 +225,12 @@ const latestBefore = (steps: TraceStep[], step: TraceStep) =>
 function lateStep(steps: TraceStep[], answers: Answer[], firstSent: number[]): string | undefined {
   let latest: { by: number; text: string } | undefined;
   for (const step of steps) {
-    const last = latestBefore(steps, step);
+    const { before, last } = waitedFor(steps, step);
     const drained = steps.some((other) => other.sentAt <= step.sentAt && step.sentAt < other.receivedAt && intoTheLimit(other));
     if (!last || drained || !answers[step.seq]) continue;
-    const before = steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt).map((earlier) => answers[earlier.seq]?.receivedAt ?? 0);
     // At most this long passed on the target between the two in the run, and at least this long in the replay.
     const inRun = step.receivedAt - last.sentAt;
-    const here = firstSent[step.seq] - Math.max(...before);
+    const here = firstSent[step.seq] - Math.max(...before.map((earlier) => answers[earlier.seq]?.receivedAt ?? 0));
     if (inRun < RACE_MS && here - inRun > RACE_SLACK_MS && here - inRun > (latest?.by ?? 0)) {
       latest = { by: here - inRun, text: `#${step.seq} went ${here.toFixed(0)} ms after the answer it waited for, where in the run at most ${inRun.toFixed(0)} ms passed from #${last.seq}'s request to #${step.seq}'s answer` };
     }
@@ -255,13 +256,12 @@ export async function replaySteps(steps: TraceStep[], replay: (step: TraceStep) 
   const first = Math.min(...steps.map((step) => step.sentAt));
   let failed = false;
   for (const step of steps) {
-    const before = steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt);
+    const { before, last } = waitedFor(steps, step);
     // Sent while a request that went into the limit was on its way: after that request's drain too.
     const alongside = steps.filter((other) => other.seq !== step.seq && other.sentAt <= step.sentAt && step.sentAt < other.receivedAt && intoTheLimit(other));
     done[step.seq] = (async () => {
       try {
         const previous = await Promise.all(before.map((earlier) => done[earlier.seq]));
-        const last = latestBefore(steps, step);
         const from = last ? Math.max(...previous.map((answer) => answer.receivedAt)) : start;
         const pause = step.sentAt - (last ? last.receivedAt : first);
         await sleep(Math.max(0, from + pause - performance.now()));
