@@ -14,7 +14,7 @@ import { note } from '../checks/recorder';
 import { RunError } from '../config/errors';
 import type { Coordination } from '../coordination/coordination';
 import type { Spending } from './ledger';
-import { chargeUnder, clockStepMs, describeInterval, measuredInterval, proratedRange, type Tolerances } from './billing';
+import { chargeUnder, describeInterval, measuredInterval, proratedRange, widened, type Tolerances } from './billing';
 import type { BillingRule } from '../config/deviations';
 import type { Settings } from '../config/settings';
 import type { Identity } from './target';
@@ -147,8 +147,7 @@ export async function probeAccount(api: Client, owner: Identity, provision: () =
   }
   // A minimal body: what the session's measured life bills, by the second, widened by the tolerances.
   const interval = measuredInterval({ created }, answer);
-  const step = clockStepMs(settings);
-  const { min, max } = proratedRange(interval.lo - settings.durationToleranceMs - step, interval.hi + settings.durationToleranceMs + step);
+  const { min, max } = proratedRange(...widened(interval, settings));
   const after = await settleAccount(api, owner, opening - round(price + (min + max) / 2), (max - min) / 2 + settings.creditTolerance, settings);
   const moved = round(opening - after.readings.at(-1)!.remaining - price);
   if (!after.still || (moved >= min - settings.creditTolerance && moved <= max + settings.creditTolerance)) return undefined;

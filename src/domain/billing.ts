@@ -38,6 +38,12 @@ export function measuredInterval(session: { created: Answer }, stop: Answer): In
   return { lo: stop.sentAt - session.created.receivedAt, hi: stop.receivedAt - session.created.sentAt };
 }
 
+/** The measured interval widened by the tolerance and a step of the target's declared clock: the durations the target may bill. */
+export function widened(interval: Interval, settings: Tolerances): [number, number] {
+  const slack = settings.durationToleranceMs + clockStepMs(settings);
+  return [interval.lo - slack, interval.hi + slack];
+}
+
 export const describeInterval = (interval: Interval) => `${interval.lo.toFixed(1)}..${interval.hi.toFixed(1)} ms`;
 
 export function proratedRange(loMs: number, hiMs: number): { min: number; max: number } {
@@ -112,8 +118,7 @@ export function expectCreditsFor(body: JsonBody, interval: Interval, settings: T
   const duration = body?.sessionDurationMs;
   const tolerance = settings.durationToleranceMs;
   // The target bills its own clock: the duration it reports, or else the measured interval widened by a step of its declared clock.
-  const step = clockStepMs(settings);
-  const [lo, hi] = typeof duration === 'number' ? [duration - tolerance, duration + tolerance] : [interval.lo - tolerance - step, interval.hi + tolerance + step];
+  const [lo, hi] = typeof duration === 'number' ? [duration - tolerance, duration + tolerance] : widened(interval, settings);
   const { min, max } = proratedRange(lo, hi);
   const basis = `${typeof duration === 'number' ? `sessionDurationMs ${duration}` : 'the measured interval'} ±${tolerance} ms, ${Math.max(0, lo).toFixed(1)}..${hi.toFixed(1)} ms`;
   const within = (low: number, high: number) => typeof credits === 'number' && credits >= +(low - creditTolerance).toFixed(6) && credits <= +(high + creditTolerance).toFixed(6);
