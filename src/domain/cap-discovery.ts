@@ -5,7 +5,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RunError } from '../config/errors';
 import { notVerifiable } from '../checks/checks';
 import type { Settings } from '../config/settings';
 import { summary, type Answer, type Client } from './client';
@@ -114,8 +113,7 @@ export function openingOf(options: CapOptions, owner: Identity, jobId: string, m
       const seen = api.coordination?.readShared<CapHeld>(capHeldFlag(owner)) !== undefined;
       if (opening.cap === 0 && told && ++emptyHanded >= (seen ? 1 : EMPTY_HANDED_REFUSALS) && (seen || receivedAt - emptyHandedSince! >= 5_000)) {
         const what = `an interact that would open a session was refused for a cap ${emptyHanded} time(s) (${summary(answer)}) while this run held no session or scrape of the ${owner.name}`;
-        if (!api.coordination) throw new RunError(`${what}: another client is using the team, or the target keeps the slots of sessions already stopped (a stop must release its browser)`, 429);
-        if (!seen) api.coordination.share<CapHeld>(capHeldFlag(owner), { what, at: Date.now() });
+        if (!seen) api.coordination?.share<CapHeld>(capHeldFlag(owner), { what, at: Date.now() });
         if (options.allowance) throw new CapHeldEmptyHanded(what);
         notVerifiable(`${what}; stop-is-final/simultaneous-opens judges whether the target keeps the slots of stopped sessions`);
       }
