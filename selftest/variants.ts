@@ -411,6 +411,23 @@ export const faultyVariants: Variant[] = [
     }),
   },
   {
+    name: 'limiter-shared-between-teams',
+    breaks: 'rate-limit',
+    description: "counts every team's requests in one window, each team held to its own stated limit: the other teams' traffic gets the burst team refused before its own limit",
+    options: statesItsLimit((state, rate) => {
+      const windows = new Map<string, { start: number; count: number }>();
+      return (key) => {
+        const { limit, windowMs } = rate(key);
+        const group = key.slice(key.indexOf(':'));
+        const now = state.clock();
+        let window = windows.get(group);
+        if (!window || now - window.start >= windowMs) windows.set(group, (window = { start: now, count: 0 }));
+        window.count += 1;
+        return window.count <= limit ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((window.start + windowMs - now) / 1000)) };
+      };
+    }),
+  },
+  {
     name: 'throttled-stop-still-stops',
     breaks: 'rate-limit',
     description: 'stops the session named in a stop it answers 429 (the limiter runs after the handler)',

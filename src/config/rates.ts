@@ -1,6 +1,7 @@
 /** Rate limits as the run knows them: a limit per window, for one of the target's limiters. */
 
-export type Limiter = 'scrape' | 'interact' | 'account';
+export const LIMITERS = ['scrape', 'interact', 'account'] as const;
+export type Limiter = (typeof LIMITERS)[number];
 
 export interface Rate {
   limit: number;

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Limiter, Rate } from '../config/rates';
+import { LIMITERS, type Limiter, type Rate } from '../config/rates';
 import { BackoffQueue } from './backoff-queue';
 import { takeSession } from './budget';
 import { recentRatePerMinute, writeSpend } from './cost';
@@ -45,6 +45,11 @@ export class Coordination {
   /** A team's schedule under one limiter: places in its window once its rate is known. */
   schedule(team: string, limiter: Limiter): Schedule {
     return scheduleFor(this.reportsDir, this.baseURL, team, limiter, limiter === 'interact' ? this.statedRate : undefined);
+  }
+
+  /** How many requests the team sent in [from, to) (epoch ms) to any of its limiters. */
+  sentBy(team: string, from: number, to: number): number {
+    return LIMITERS.reduce((sum, limiter) => sum + this.schedule(team, limiter).sentBetween(from, to), 0);
   }
 
   /** A team's live sessions under its cap (SESSION_CAP, or the one learnt). */

@@ -198,6 +198,11 @@ export class Schedule {
     return rate;
   }
 
+  /** Requests sent in [from, to), refused or not: all a limiter could have counted. */
+  sentBetween(from: number, to: number): number {
+    return this.entries('S').filter((at) => at >= from && at < to).length;
+  }
+
   /** Requests sent in [from, to) and not refused: those the limiter counted, as far as the run can tell. */
   private throughBetween(from: number, to: number): number {
     return this.through().filter((at) => at >= from && at < to).length;

@@ -14,7 +14,7 @@ import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { countCredits, countRequest, countScrape, countUnearned } from '../coordination/cost';
 import { readRefusal, retryDelayMs } from '../http/limits';
-import { exchange, type RawAnswer } from '../http/exchange';
+import { epochOf, exchange, type RawAnswer } from '../http/exchange';
 import type { Coordination } from '../coordination/coordination';
 import { limiterOf, marginMs, type Schedule } from '../coordination/schedule';
 import type { Ledger } from './ledger';
@@ -234,7 +234,7 @@ export function createClient(options: ClientOptions) {
           countRequest(request.as.team ?? 'keyless', JOB_OF_PATH.test(request.path), answer.status);
           if (request.method === 'DELETE' && !request.pooled && (answer.status === 200 || answer.status === 404)) recentStops.set(target.baseURL, [...(recentStops.get(target.baseURL) ?? []), answer.receivedAt - answer.sentAt].slice(-RECENT_STOPS));
           if (schedule && at !== undefined) {
-            schedule.left(at, Date.now() - (performance.now() - answer.sentAt));
+            schedule.left(at, epochOf(answer.sentAt));
             if (answer.status === 429) answer.refusal = judge(schedule, at, answer, request);
             // A cap's refusal went through the rate's limiter, and counts against its window.
             schedule.answered(at, answer.status === 429 && !(request.opens && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true))));

@@ -9,6 +9,7 @@ import { expectRefusal, expectRevealsNothing, ownerValuesOf } from './refusal-ch
 import { durationVerdict, measuredInterval, type Tolerances } from './billing';
 import { RunError } from '../config/errors';
 import { readRefusal } from '../http/limits';
+import type { StatedLimit } from './burst';
 import { expect } from '../checks/expect';
 
 const jobOf = (answer: Answer) => (JOB_OF_PATH.exec(answer.path)?.[1] ?? answer.path).toLowerCase();
@@ -60,8 +61,14 @@ function mostWithin(spans: [number, number][], ms: number): number {
   return most;
 }
 
+/** The burst team's stated limit, and requests of its refused or not, each with how many the team sent in the window it was decided in. */
+export interface OwnLimit {
+  stated: StatedLimit;
+  asked: { answer: Answer; sent: number; after?: string }[];
+}
+
 /** The lowest limit the burst's refusals state in words, with the window named with it. */
-function statedRate(answers: Answer[]): { limit: number; windowMs: number; words: string } | undefined {
+export function statedRate(answers: Answer[]): StatedLimit | undefined {
   const stated = answers
     .filter((answer) => answer.status === 429)
     .flatMap((answer) => {
@@ -90,9 +97,14 @@ export const RUN_JUDGES = {
    * While one team is refused for its rate, another whose plan had room (its stop just before the
    * burst was answered, and it sent nothing since) is not refused: a 429 means a plan's limit.
    */
-  teamsIsolated(burstTeam: string, during: { as: { name: string }; answer: Answer }[]): Verdict {
+  teamsIsolated(burstTeam: string, during: { as: { name: string }; answer: Answer }[], own?: OwnLimit): Verdict {
     const refused = during.filter(({ answer }) => answer.status === 429).map(({ as }) => as.name);
     expect(refused, `while the ${burstTeam} was refused for its rate, these teams, whose plans had room, were refused too (a limit shared between teams, such as one per client address): ${during.map(({ as, answer }) => `${as.name}: ${summary(answer)}`).join('; ')}`).toEqual([]);
+    // The other way round: refused with room under its own stated limit, it was counted with another team's requests.
+    for (const { answer, sent, after } of own?.asked ?? []) {
+      if (answer.status !== 429) continue;
+      expect(sent, `${summary(answer)}${after ?? ''}, though the ${burstTeam} had sent only ${sent} request(s) in the window before, under half the ${own!.stated.limit} its refusals state ("${own!.stated.words}"): its limit counts other teams' requests`).toBeGreaterThanOrEqual(own!.stated.limit / 2);
+    }
   },
   /** A burst faster than BURST_PROOF_RATE meets a 429; a slower one cannot tell a limit from none (an error of the run). */
   limited(answers: Answer[], burstMs: number, burstProofRate: number): Verdict {

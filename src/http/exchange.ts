@@ -15,6 +15,9 @@ import tls from 'node:tls';
 import zlib from 'node:zlib';
 import { RunError } from '../config/errors';
 
+/** The epoch time (ms) of a moment the answers' clock (performance.now()) gave. */
+export const epochOf = (at: number) => Date.now() - (performance.now() - at);
+
 export interface RawAnswer {
   status: number;
   headers: Record<string, string>;

@@ -14,8 +14,9 @@ import { holdBeforeMs } from '../../src/domain/refusals';
 import { stopPriced } from '../../src/domain/account';
 import { boundsOf } from '../../src/domain/billing';
 import { countStatuses, judge, peakPerSecond } from '../../src/domain/named-checks';
-import { otherTeams, sendBurst } from '../../src/domain/burst';
+import { otherTeams, ownLimit, sendBurst } from '../../src/domain/burst';
 import { spec } from '../../src/config/rules';
+import { epochOf } from '../../src/http/exchange';
 
 /**
  * Two live sessions go into the burst: their owner stops the first once a 429 shows the limiter
@@ -70,7 +71,6 @@ test(
     await check('other-answers', judge.burstAnswers(answers));
     const apart = before.filter(({ as }) => !others.some((other) => other.as === as)).map(({ as, answer }) => `${as.name} (${answer.status} before the burst)`);
     if (apart.length) testInfo.annotations.push({ type: 'note', description: `teams-isolated: not compared, no pair of theirs met the burst team's refusal or their plans had no room: ${apart.join(', ')}` });
-    await check('teams-isolated', judge.teamsIsolated(team.name, others));
     await check('limited', judge.limited(answers, burstMs, settings.burstProofRate));
     const throttled = stops.find((stop) => stop.answer.status === 429);
     await check(
@@ -80,6 +80,12 @@ test(
 
     const recovery = recovered ?? (await recover());
     await check('recovers', judge.status(recovery, 404, `the limiter must recover within BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}`));
+
+    // Another client of the team (ACCOUNT_CHECK=0) sends what the run cannot count.
+    const sentIn = (from: number, to: number) => coordination.sentBy(team.team ?? team.name, epochOf(from), epochOf(to));
+    const rooms = otherTeams(identities, team).map((as) => ({ as, room: coordination.schedule(as.team ?? as.name, 'interact').room() }));
+    const own = settings.accountCheck ? await test.step(`whether the ${team.name}'s stated limit is its own: a request right after another team's as many`, () => ownLimit(api, team, rooms, answers, sentIn)) : undefined;
+    await check('teams-isolated', judge.teamsIsolated(team.name, others, own));
 
     if (!throttled) notVerifiable(`none of the ${team.name}'s ${stops.length} stops during the burst was throttled (each got through), so whether a throttled stop does nothing could not be checked`);
     const stop = await test.step(`the ${team.name} stops the session the burst throttled`, () => stopPriced(api, throttled.session.jobId, team, settings));
