@@ -35,7 +35,9 @@ export default defineConfig({
       },
       {
         name: 'Error of the run',
-        matchers: [{ statuses: ['failed', 'broken'], message: /RunError|Test timeout of|Configuration error|back-off budget|worker process exited unexpectedly/ }],
+        matchers: [
+          { statuses: ['failed', 'broken'], message: /RunError|Test timeout of|Configuration error|back-off budget|worker process exited unexpectedly/ },
+        ],
       },
       {
         name: 'Implementation defect',

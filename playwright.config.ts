@@ -1,12 +1,12 @@
 import path from 'node:path';
 import { defineConfig } from '@playwright/test';
-import { loadSettingsOrExit } from './src/config/settings';
-import { filesOf, RULE_IDS } from './src/config/rules';
-import { burstHasOwnTeam, registerKeys } from './src/domain/target';
-import { channel } from './src/coordination/run-folder';
-import type { SummaryOptions } from './src/playwright/summary-reporter';
 import { version } from './package.json';
+import { filesOf, RULE_IDS } from './src/config/rules';
+import { loadSettingsOrExit } from './src/config/settings';
+import { channel } from './src/coordination/run-folder';
 import { predict } from './src/domain/budget';
+import { burstHasOwnTeam, registerKeys } from './src/domain/target';
+import type { SummaryOptions } from './src/playwright/summary-reporter';
 
 const settings = loadSettingsOrExit();
 // The reporters run here: what they write is redacted too.
@@ -15,7 +15,11 @@ registerKeys({ baseURL: settings.baseURL ?? '', embedded: settings.embedded }, s
 const LONGEST = ['**/10-sequences.spec.ts', '**/02-billing.spec.ts', ...(burstHasOwnTeam(settings) ? ['**/06-rate-limit.spec.ts'] : [])];
 /** Tests that judge the whole run (the account check), of the rules this run chose: a teardown of the project every other test depends on. */
 const chosen = RULE_IDS.filter((rule) => !settings.selectedRules || settings.selectedRules.includes(rule));
-const LAST = chosen.flatMap((rule) => filesOf(rule).slice(1).map((file) => `**/${file}`));
+const LAST = chosen.flatMap((rule) =>
+  filesOf(rule)
+    .slice(1)
+    .map((file) => `**/${file}`),
+);
 const target = settings.embedded ? 'embedded reference' : settings.baseURL!;
 const prediction = predict(settings);
 
@@ -51,7 +55,18 @@ export default defineConfig({
         },
       },
     ],
-    ['./src/playwright/summary-reporter.ts', { reportsDir: settings.reportsDir, target, embedded: settings.embedded, strict: settings.strict, sessionCap: settings.sessionCap, rateLimit: settings.rateLimit, predicted: { sessions: prediction.sessions, scrapes: prediction.scrapes, credits: prediction.credits, budget: prediction.budget } } satisfies SummaryOptions],
+    [
+      './src/playwright/summary-reporter.ts',
+      {
+        reportsDir: settings.reportsDir,
+        target,
+        embedded: settings.embedded,
+        strict: settings.strict,
+        sessionCap: settings.sessionCap,
+        rateLimit: settings.rateLimit,
+        predicted: { sessions: prediction.sessions, scrapes: prediction.scrapes, credits: prediction.credits, budget: prediction.budget },
+      } satisfies SummaryOptions,
+    ],
   ],
   // The tests have no browser fixture (src/playwright/fixtures.ts), so nothing is traced; these stay off
   // all the same, should one be added: Playwright records request headers verbatim.
@@ -68,7 +83,12 @@ export default defineConfig({
   projects: [
     ...(LAST.length ? [{ name: 'the run', testMatch: /^$/, teardown: 'after the run' }] : []),
     { name: 'rules, longest first', testMatch: LONGEST, workers: 5, dependencies: LAST.length ? ['the run'] : [] },
-    { name: 'rules', testIgnore: [...LONGEST, '**/*.account.spec.ts'], workers: settings.declaredClock || !settings.embedded ? 4 : 2, dependencies: LAST.length ? ['the run'] : [] },
+    {
+      name: 'rules',
+      testIgnore: [...LONGEST, '**/*.account.spec.ts'],
+      workers: settings.declaredClock || !settings.embedded ? 4 : 2,
+      dependencies: LAST.length ? ['the run'] : [],
+    },
     ...(LAST.length ? [{ name: 'after the run', testMatch: LAST, fullyParallel: false }] : []),
   ],
 });

@@ -12,23 +12,39 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createReferenceServer } from '../reference/server';
-import { variants } from '../selftest/variants';
-import { runCommand, ROOT } from '../selftest/matrix';
+import { ROOT, runCommand } from '../selftest/matrix';
 import { SECRETS } from '../selftest/secrets';
+import { variants } from '../selftest/variants';
 import type { Summary } from '../src/report/verdict';
 import { renderPerformance } from './performance';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, parallel: { type: 'string', default: '2' }, baseline: { type: 'string' }, only: { type: 'string' } } });
-const CLASSES = ['keyless-rides-connection', 'connection-keeps-first-team', 'billing-started-minute-after-first', 'refused-interact-opens-session', 'third-foreign-refusal-ends-session'];
+const { values } = parseArgs({
+  options: { runs: { type: 'string', default: '5' }, parallel: { type: 'string', default: '2' }, baseline: { type: 'string' }, only: { type: 'string' } },
+});
+const CLASSES = [
+  'keyless-rides-connection',
+  'connection-keeps-first-team',
+  'billing-started-minute-after-first',
+  'refused-interact-opens-session',
+  'third-foreign-refusal-ends-session',
+];
 const CORRECT = ['reference', 'connection-close'];
 const chosen = values.only?.split(',') ?? [...CLASSES, ...CORRECT];
 
-interface Run { variant: string; kit: 'this' | 'baseline'; code: number; seconds: number; failed: string[]; notPassing: string[] }
+interface Run {
+  variant: string;
+  kit: 'this' | 'baseline';
+  code: number;
+  seconds: number;
+  failed: string[];
+  notPassing: string[];
+}
 
 /** The command as a user runs it against a remote target: defaults, no developer settings. */
 function userEnv(baseURL: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, CONFORMANCE_IGNORE_DOTENV: '1', FORCE_COLOR: '0' };
-  for (const name of Object.keys(env)) if (/^(BASE_URL|API_KEY|FOREIGN_API_KEY|BURST_API_KEY|KNOWN_DEVIATIONS|STRICT|REPORTS_DIR|CI|SEQUENCE_.*|BILLING_.*|npm_.*)$/i.test(name)) delete env[name];
+  for (const name of Object.keys(env))
+    if (/^(BASE_URL|API_KEY|FOREIGN_API_KEY|BURST_API_KEY|KNOWN_DEVIATIONS|STRICT|REPORTS_DIR|CI|SEQUENCE_.*|BILLING_.*|npm_.*)$/i.test(name)) delete env[name];
   return { ...env, BASE_URL: baseURL, API_KEY: SECRETS[0], FOREIGN_API_KEY: SECRETS[1], REPORTS_DIR: mkdtempSync(path.join(os.tmpdir(), 'fault-classes-')) };
 }
 
@@ -50,7 +66,14 @@ async function once(variant: string, kit: Run['kit']): Promise<Run> {
     } catch {}
     const tests = Object.values(summary?.rules ?? {}).flatMap((rule) => rule.tests);
     if (!summary) console.log(`${variant} (${kit}): no verdict written:\n${log.slice(-1500)}`);
-    return { variant, kit, code, seconds, failed: tests.filter((t) => t.outcome === 'fail').map((t) => t.id), notPassing: tests.filter((t) => t.outcome !== 'pass' && t.outcome !== 'fail').map((t) => `${t.id} ${t.outcome}`) };
+    return {
+      variant,
+      kit,
+      code,
+      seconds,
+      failed: tests.filter((t) => t.outcome === 'fail').map((t) => t.id),
+      notPassing: tests.filter((t) => t.outcome !== 'pass' && t.outcome !== 'fail').map((t) => `${t.id} ${t.outcome}`),
+    };
   } finally {
     await server.close();
   }
@@ -65,13 +88,17 @@ async function once(variant: string, kit: Run['kit']): Promise<Run> {
     }
   }
   const runs: Run[] = [];
-  await Promise.all(Array.from({ length: Number(values.parallel) }, async () => {
-    for (let job = jobs.shift(); job; job = jobs.shift()) {
-      const run = await once(...job);
-      runs.push(run);
-      console.log(`${run.variant} (${run.kit}): exit ${run.code} in ${run.seconds.toFixed(1)} s; failed ${run.failed.join(', ') || 'nothing'}${run.notPassing.length ? `; ${run.notPassing.join(', ')}` : ''}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Number(values.parallel) }, async () => {
+      for (let job = jobs.shift(); job; job = jobs.shift()) {
+        const run = await once(...job);
+        runs.push(run);
+        console.log(
+          `${run.variant} (${run.kit}): exit ${run.code} in ${run.seconds.toFixed(1)} s; failed ${run.failed.join(', ') || 'nothing'}${run.notPassing.length ? `; ${run.notPassing.join(', ')}` : ''}`,
+        );
+      }
+    }),
+  );
   console.log('\nvariant | kit | runs | exit codes | caught by | median s');
   const figures: Record<string, { kit: string; runs: number; exitCodes: number[]; caughtBy: string[]; medianSeconds: number }[]> = {};
   for (const variant of chosen) {
@@ -79,7 +106,13 @@ async function once(variant: string, kit: Run['kit']): Promise<Run> {
       const mine = runs.filter((run) => run.variant === variant && run.kit === kit);
       if (!mine.length) continue;
       const seconds = mine.map((run) => run.seconds).sort((a, b) => a - b);
-      const figure = { kit, runs: mine.length, exitCodes: mine.map((run) => run.code), caughtBy: [...new Set(mine.flatMap((run) => run.failed))], medianSeconds: +seconds[Math.floor(seconds.length / 2)].toFixed(1) };
+      const figure = {
+        kit,
+        runs: mine.length,
+        exitCodes: mine.map((run) => run.code),
+        caughtBy: [...new Set(mine.flatMap((run) => run.failed))],
+        medianSeconds: +seconds[Math.floor(seconds.length / 2)].toFixed(1),
+      };
       (figures[variant] ??= []).push(figure);
       console.log(`${variant} | ${kit} | ${figure.runs} | ${figure.exitCodes.join(' ')} | ${figure.caughtBy.join(', ') || '-'} | ${figure.medianSeconds}`);
     }
@@ -87,7 +120,12 @@ async function once(variant: string, kit: Run['kit']): Promise<Run> {
   // Into docs/bench.json and docs/performance.md, beside the other figures.
   const file = path.join(ROOT, 'docs', 'bench.json');
   const bench = JSON.parse(readFileSync(file, 'utf8'));
-  bench.faultClasses = { date: new Date().toISOString().slice(0, 10), parallel: Number(values.parallel), baseline: values.baseline ? path.basename(path.resolve(values.baseline)) : undefined, variants: figures };
+  bench.faultClasses = {
+    date: new Date().toISOString().slice(0, 10),
+    parallel: Number(values.parallel),
+    baseline: values.baseline ? path.basename(path.resolve(values.baseline)) : undefined,
+    variants: figures,
+  };
   writeFileSync(file, `${JSON.stringify(bench, null, 2)}\n`);
   writeFileSync(path.join(ROOT, 'docs', 'performance.md'), renderPerformance(bench));
 })();

@@ -17,24 +17,86 @@ export function renderPerformance(bench: Bench): string {
   ];
   if (bench.command) {
     const { command } = bench;
-    lines.push(row(['`npm run conformance` end to end, reports included (median of 5)', `${command.seconds} s (${Object.entries(command.phases).map(([phase, seconds]) => `${phase} ${seconds} s`).join(', ')})`, `one empty Playwright test (${command.emptyTestSeconds} s) + longest hold: ${command.floorSeconds} s`, command.ratio, command.goal]));
+    lines.push(
+      row([
+        '`npm run conformance` end to end, reports included (median of 5)',
+        `${command.seconds} s (${Object.entries(command.phases)
+          .map(([phase, seconds]) => `${phase} ${seconds} s`)
+          .join(', ')})`,
+        `one empty Playwright test (${command.emptyTestSeconds} s) + longest hold: ${command.floorSeconds} s`,
+        command.ratio,
+        command.goal,
+      ]),
+    );
   }
   if (suite) {
-    lines.push(row(['Suite wall time, embedded reference (median of 5)', `${suite.suiteSeconds} s`, `one empty Playwright test (${suite.emptyTestSeconds} s) + longest hold (${suite.longestHoldSeconds} s)`, suite.ratio, suite.goal]));
-    lines.push(row(['What the sequences rule adds to it', `${suite.sequencesAddSeconds} s`, `the suite without it: ${suite.withoutSequencesSeconds} s`, '–', suite.sequencesGoal]));
+    lines.push(
+      row([
+        'Suite wall time, embedded reference (median of 5)',
+        `${suite.suiteSeconds} s`,
+        `one empty Playwright test (${suite.emptyTestSeconds} s) + longest hold (${suite.longestHoldSeconds} s)`,
+        suite.ratio,
+        suite.goal,
+      ]),
+    );
+    lines.push(
+      row([
+        'What the sequences rule adds to it',
+        `${suite.sequencesAddSeconds} s`,
+        `the suite without it: ${suite.withoutSequencesSeconds} s`,
+        '–',
+        suite.sequencesGoal,
+      ]),
+    );
   }
-  if (burst) lines.push(row([`Burst of ${burst.requests} concurrent stops`, `${burst.suiteMs} ms`, `autocannon, same endpoint and concurrency: ${burst.autocannonMs} ms`, burst.ratio, burst.goal]));
+  if (burst)
+    lines.push(
+      row([
+        `Burst of ${burst.requests} concurrent stops`,
+        `${burst.suiteMs} ms`,
+        `autocannon, same endpoint and concurrency: ${burst.autocannonMs} ms`,
+        burst.ratio,
+        burst.goal,
+      ]),
+    );
   if (timing) {
-    lines.push(row([`Billing interval width, ${timing.intervals} intervals from 5 ordinary runs`, `median ${timing.medianIntervalWidthMs} ms (${timing.intervalWidthsMs[0]}–${timing.intervalWidthsMs.at(-1)})`, '–', '–', timing.widthGoal]));
-    lines.push(row(['Smallest `sessionDurationMs` bias caught', `${timing.smallestDetectedBiasMs} ms (both signs)`, 'biases of 5–100 ms injected into the reference', '–', timing.biasGoal]));
+    lines.push(
+      row([
+        `Billing interval width, ${timing.intervals} intervals from 5 ordinary runs`,
+        `median ${timing.medianIntervalWidthMs} ms (${timing.intervalWidthsMs[0]}–${timing.intervalWidthsMs.at(-1)})`,
+        '–',
+        '–',
+        timing.widthGoal,
+      ]),
+    );
+    lines.push(
+      row([
+        'Smallest `sessionDurationMs` bias caught',
+        `${timing.smallestDetectedBiasMs} ms (both signs)`,
+        'biases of 5–100 ms injected into the reference',
+        '–',
+        timing.biasGoal,
+      ]),
+    );
   }
   for (const [label, figure] of Object.entries(throughput ?? {}) as [string, Bench][]) {
-    lines.push(row([`Reference throughput, DELETE ${label}`, `${figure.referenceRps} req/s`, `bare \`node:http\` answering the same JSON: ${figure.bareRps} req/s`, `${figure.ratio} (median of ${figure.rounds ?? figure.ratios.length} rounds)`, figure.goal]));
+    lines.push(
+      row([
+        `Reference throughput, DELETE ${label}`,
+        `${figure.referenceRps} req/s`,
+        `bare \`node:http\` answering the same JSON: ${figure.bareRps} req/s`,
+        `${figure.ratio} (median of ${figure.rounds ?? figure.ratios.length} rounds)`,
+        figure.goal,
+      ]),
+    );
   }
   if (sequences) {
     lines.push('', `## Order-only faults caught by the sequences rule, over ${sequences.seeds} seeds`, '', `${sequences.target ?? 'default runs'}.`, '');
     lines.push('| Variant | Caught | Median run (s) | Required by the matrix |', '| - | - | - | - |');
-    for (const [name, count] of Object.entries(sequences.caught)) lines.push(row([name, `${count} of ${sequences.seeds}`, String(sequences.medianSeconds?.[name] ?? '–'), sequences.required.includes(name) ? 'yes' : 'no']));
+    for (const [name, count] of Object.entries(sequences.caught))
+      lines.push(
+        row([name, `${count} of ${sequences.seeds}`, String(sequences.medianSeconds?.[name] ?? '–'), sequences.required.includes(name) ? 'yes' : 'no']),
+      );
     const shortest = Object.entries(sequences.shortestCounterexample ?? {}) as [string, string][];
     if (shortest.length) {
       lines.push('', 'The shortest counterexample each fault was reported with:');
@@ -50,11 +112,18 @@ export function renderPerformance(bench: Bench): string {
   if (bench.selftest) {
     const { selftest } = bench;
     lines.push('', "## Where `npm test`'s CPU time goes (`npm run bench selftest`)", '');
-    lines.push(`Every Node process of one \`npm test\` accounted at its exit: ${selftest.cpuSeconds} CPU-s in ${selftest.processes} processes, ${selftest.wallSeconds} s of wall time (exit ${selftest.exitCode}); ` +
-      `${selftest.ratio} times one \`npm run conformance --no-allure\` measured the same way (${selftest.baselineCpuSeconds} CPU-s). Goal: ${selftest.goal}.`, '');
-    for (const [title, groups] of [['Kind of process', selftest.byKind], ['Self-test file', selftest.byFile]] as [string, Bench][]) {
+    lines.push(
+      `Every Node process of one \`npm test\` accounted at its exit: ${selftest.cpuSeconds} CPU-s in ${selftest.processes} processes, ${selftest.wallSeconds} s of wall time (exit ${selftest.exitCode}); ` +
+        `${selftest.ratio} times one \`npm run conformance --no-allure\` measured the same way (${selftest.baselineCpuSeconds} CPU-s). Goal: ${selftest.goal}.`,
+      '',
+    );
+    for (const [title, groups] of [
+      ['Kind of process', selftest.byKind],
+      ['Self-test file', selftest.byFile],
+    ] as [string, Bench][]) {
       lines.push(`| ${title} | CPU-s | Share | Processes |`, '| - | - | - | - |');
-      for (const [name, group] of Object.entries(groups) as [string, Bench][]) lines.push(row([name, group.cpuSeconds, `${Math.round((100 * group.cpuSeconds) / selftest.cpuSeconds)}%`, group.processes]));
+      for (const [name, group] of Object.entries(groups) as [string, Bench][])
+        lines.push(row([name, group.cpuSeconds, `${Math.round((100 * group.cpuSeconds) / selftest.cpuSeconds)}%`, group.processes]));
       lines.push('');
     }
     lines.pop();
@@ -62,10 +131,14 @@ export function renderPerformance(bench: Bench): string {
   if (bench.faultClasses) {
     const { faultClasses } = bench;
     lines.push('', '## Fault classes as remote targets, the command with its defaults (`bench/fault-classes.ts`)', '');
-    lines.push(`${faultClasses.date}, ${faultClasses.parallel} runs at a time; \`baseline\` is the kit before identities per request, the minute hold, the leak sweep and the third refusal (${faultClasses.baseline ?? 'none'}), run in the same script.`, '');
+    lines.push(
+      `${faultClasses.date}, ${faultClasses.parallel} runs at a time; \`baseline\` is the kit before identities per request, the minute hold, the leak sweep and the third refusal (${faultClasses.baseline ?? 'none'}), run in the same script.`,
+      '',
+    );
     lines.push('| Variant | Kit | Runs | Exit codes | Caught by | Median wall (s) |', '| - | - | - | - | - | - |');
     for (const [variant, figures] of Object.entries(faultClasses.variants) as [string, Bench[]][]) {
-      for (const figure of figures) lines.push(row([variant, figure.kit, figure.runs, figure.exitCodes.join(' '), figure.caughtBy.join(', ') || '–', figure.medianSeconds]));
+      for (const figure of figures)
+        lines.push(row([variant, figure.kit, figure.runs, figure.exitCodes.join(' '), figure.caughtBy.join(', ') || '–', figure.medianSeconds]));
     }
   }
   const strictRuns = Object.entries(bench).filter(([name]) => name.startsWith('strictLimit')) as [string, Bench][];
@@ -73,12 +146,27 @@ export function renderPerformance(bench: Bench): string {
     lines.push('', '## Against a target of 10 stop/interact requests per minute per team (`npm run bench:strict-limit`)', '');
     lines.push("No Retry-After, like the hosted service's free plan. Server-side counts; the run's own cost line after each.", '');
     for (const [name, figures] of strictRuns) {
-      const keys = [name.includes('BurstTeam') ? 'a third key, BURST_API_KEY (`--burst-team`)' : "two teams' keys", name.includes('Production') ? 'whole-credit billing and any scheme word, with the production deviations file (`--production`)' : '',
-        name.includes('FreePlan') ? "the hosted service today on its free plan: its 429 words, 10 scrapes a minute apart, a cap of 2 jobs shared with scrapes, its provisioning race, with the production deviations file (`--free-plan`)" : '',
-        /Plan(\d+)/.exec(name) ? `the hosted service today on a paid plan: ${/Plan(\d+)/.exec(name)![1]} stops and interacts and as many scrapes a minute, a cap of 5 jobs, with the production deviations file (\`--free-plan --limit ${/Plan(\d+)/.exec(name)![1]} --job-cap 5\`)` : '', /Cap(\d+)/.exec(name) ? `a cap of ${/Cap(\d+)/.exec(name)![1]} live sessions per team (\`--cap\`)` : ''].filter(Boolean).join('; ');
-      lines.push(`- ${keys}: ${figures.verdict ? `verdict ${figures.verdict}, ` : ''}exit ${figures.exitCode} in ${figures.minutes} minutes, ${figures.rateLimitedRequests} requests to stop and interact ` +
-        `(${figures.throttled} of them answered 429), ${figures.scrapes} scrapes, ${figures.sessionsLeftRunning} sessions left running.`);
-      if (figures.cost?.floor) lines.push(`  Floor: the ${figures.cost.floor.team} team's ${figures.cost.floor.requests} requests at ${figures.cost.floor.perMinute} a minute, ${(figures.cost.floor.floorMs / 60_000).toFixed(1)} minutes; ratio ${figures.cost.floor.ratio} (goal <= 1.25).`);
+      const keys = [
+        name.includes('BurstTeam') ? 'a third key, BURST_API_KEY (`--burst-team`)' : "two teams' keys",
+        name.includes('Production') ? 'whole-credit billing and any scheme word, with the production deviations file (`--production`)' : '',
+        name.includes('FreePlan')
+          ? 'the hosted service today on its free plan: its 429 words, 10 scrapes a minute apart, a cap of 2 jobs shared with scrapes, its provisioning race, with the production deviations file (`--free-plan`)'
+          : '',
+        /Plan(\d+)/.exec(name)
+          ? `the hosted service today on a paid plan: ${/Plan(\d+)/.exec(name)![1]} stops and interacts and as many scrapes a minute, a cap of 5 jobs, with the production deviations file (\`--free-plan --limit ${/Plan(\d+)/.exec(name)![1]} --job-cap 5\`)`
+          : '',
+        /Cap(\d+)/.exec(name) ? `a cap of ${/Cap(\d+)/.exec(name)![1]} live sessions per team (\`--cap\`)` : '',
+      ]
+        .filter(Boolean)
+        .join('; ');
+      lines.push(
+        `- ${keys}: ${figures.verdict ? `verdict ${figures.verdict}, ` : ''}exit ${figures.exitCode} in ${figures.minutes} minutes, ${figures.rateLimitedRequests} requests to stop and interact ` +
+          `(${figures.throttled} of them answered 429), ${figures.scrapes} scrapes, ${figures.sessionsLeftRunning} sessions left running.`,
+      );
+      if (figures.cost?.floor)
+        lines.push(
+          `  Floor: the ${figures.cost.floor.team} team's ${figures.cost.floor.requests} requests at ${figures.cost.floor.perMinute} a minute, ${(figures.cost.floor.floorMs / 60_000).toFixed(1)} minutes; ratio ${figures.cost.floor.ratio} (goal <= 1.25).`,
+        );
     }
   }
   return `${lines.join('\n')}\n`;

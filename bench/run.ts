@@ -16,16 +16,16 @@
  *               wall time / the same target without a cap, and the cap each run learnt
  *   selftest    npm test's CPU time, by kind of process and by self-test file / one npm run conformance's
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import { createReferenceServer, loadTeams } from '../reference/server';
-import { readSettings } from '../src/config/settings';
 import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand, runMatrix } from '../selftest/matrix';
 import { capsSessions, durationOffBy, orderFaults, rarerOrderFaults, type Variant } from '../selftest/variants';
+import { readSettings } from '../src/config/settings';
 import { renderPerformance } from './performance';
 
 const [owner, foreign, burstTeam] = loadTeams();
@@ -33,7 +33,9 @@ const UUID = '3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b';
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 async function serve(kind: 'reference' | 'bare', limit?: number): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'tsx'), [path.join(__dirname, 'serve.ts'), kind, ...(limit ? [String(limit)] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'tsx'), [path.join(__dirname, 'serve.ts'), kind, ...(limit ? [String(limit)] : [])], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await new Promise<string>((resolve) => child.stdout!.once('data', (chunk) => resolve(String(chunk).trim())));
   return { url, child };
 }
@@ -42,7 +44,11 @@ async function serve(kind: 'reference' | 'bare', limit?: number): Promise<{ url:
 async function suiteRun(args: string[], env: Record<string, string> = {}): Promise<{ seconds: number; report: any }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-'));
   const started = performance.now();
-  const { code, log } = await runCommand(PLAYWRIGHT, ['test', '--reporter=json', ...args], isolatedEnv({ PLAYWRIGHT_JSON_OUTPUT_NAME: path.join(dir, 'report.json'), REPORTS_DIR: dir, ...env }));
+  const { code, log } = await runCommand(
+    PLAYWRIGHT,
+    ['test', '--reporter=json', ...args],
+    isolatedEnv({ PLAYWRIGHT_JSON_OUTPUT_NAME: path.join(dir, 'report.json'), REPORTS_DIR: dir, ...env }),
+  );
   const seconds = (performance.now() - started) / 1000;
   if (code !== 0) throw new Error(`the suite failed:\n${log.slice(-2000)}`);
   return { seconds, report: JSON.parse(readFileSync(path.join(dir, 'report.json'), 'utf8')) };
@@ -53,7 +59,9 @@ function attachments(report: any, name: string): any[] {
   const found: any[] = [];
   const visit = (suite: any) => {
     for (const spec of suite.specs ?? []) {
-      for (const test of spec.tests) for (const result of test.results) for (const a of result.attachments ?? []) if (a.name === name) found.push(JSON.parse(Buffer.from(a.body, 'base64').toString('utf8')));
+      for (const test of spec.tests)
+        for (const result of test.results)
+          for (const a of result.attachments ?? []) if (a.name === name) found.push(JSON.parse(Buffer.from(a.body, 'base64').toString('utf8')));
     }
     (suite.suites ?? []).forEach(visit);
   };
@@ -94,7 +102,10 @@ async function suiteOverhead() {
 function emptySuite(): string {
   const empty = mkdtempSync(path.join(os.tmpdir(), 'empty-suite-'));
   writeFileSync(path.join(empty, 'empty.spec.ts'), "import { test } from '@playwright/test';\ntest('empty', () => {});\n");
-  writeFileSync(path.join(empty, 'playwright.config.ts'), `export default { reporter: 'line', outputDir: ${JSON.stringify(path.join(empty, 'test-results'))} };\n`);
+  writeFileSync(
+    path.join(empty, 'playwright.config.ts'),
+    `export default { reporter: 'line', outputDir: ${JSON.stringify(path.join(empty, 'test-results'))} };\n`,
+  );
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(empty, 'node_modules'));
   return path.join(empty, 'playwright.config.ts');
 }
@@ -109,25 +120,54 @@ async function command() {
     if ((await runCommand(PLAYWRIGHT, ['test', '-c', config], isolatedEnv({}))).code !== 0) throw new Error('the empty test failed');
     floors.push((performance.now() - started) / 1000);
     const began = performance.now();
-    const { code, log } = await runCommand('npm', ['run', '--silent', 'conformance'], isolatedEnv({ REPORTS_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-command-')) }));
+    const { code, log } = await runCommand(
+      'npm',
+      ['run', '--silent', 'conformance'],
+      isolatedEnv({ REPORTS_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-command-')) }),
+    );
     if (code !== 0) throw new Error(`npm run conformance failed:\n${log.slice(-2000)}`);
     const line = /Took [\d.]+ s: (.*)\./.exec(log)?.[1];
     if (!line) throw new Error('npm run conformance printed no phases');
-    runs.push({ seconds: (performance.now() - began) / 1000, phases: Object.fromEntries(line.replace(/ \([^)]*\)/g, '').split(', ').map((part) => [part.split(' ')[0], Number(part.split(' ')[1])])) });
+    runs.push({
+      seconds: (performance.now() - began) / 1000,
+      phases: Object.fromEntries(
+        line
+          .replace(/ \([^)]*\)/g, '')
+          .split(', ')
+          .map((part) => [part.split(' ')[0], Number(part.split(' ')[1])]),
+      ),
+    });
   }
   const floor = median(floors) + Math.max(...readSettings({}).billingHoldsMs, readSettings({}).billingMinuteHoldMs) / 1000;
   const seconds = median(runs.map((run) => run.seconds));
   const phases = Object.fromEntries(Object.keys(runs[0].phases).map((phase) => [phase, +median(runs.map((run) => run.phases[phase])).toFixed(2)]));
-  return { seconds: +seconds.toFixed(2), runsSeconds: runs.map((run) => +run.seconds.toFixed(2)), phases, emptyTestSeconds: +median(floors).toFixed(2), floorSeconds: +floor.toFixed(2), ratio: +(seconds / floor).toFixed(2), goal: '<= 2 and under 10 s' };
+  return {
+    seconds: +seconds.toFixed(2),
+    runsSeconds: runs.map((run) => +run.seconds.toFixed(2)),
+    phases,
+    emptyTestSeconds: +median(floors).toFixed(2),
+    floorSeconds: +floor.toFixed(2),
+    ratio: +(seconds / floor).toFixed(2),
+    goal: '<= 2 and under 10 s',
+  };
 }
 
 /** Runs a command with every Node process it starts accounted (bench/cpu-account.cjs): its wall time, exit code and processes. */
-async function accounted(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ seconds: number; code: number; log: string; processes: { cpuSeconds: number; owner?: string; what: string }[] }> {
+async function accounted(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ seconds: number; code: number; log: string; processes: { cpuSeconds: number; owner?: string; what: string }[] }> {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'bench-cpu-')), 'processes.jsonl');
   const preload = `--require ${path.join(__dirname, 'cpu-account.cjs')}`;
   const started = performance.now();
   const { code, log } = await runCommand(command, args, { ...env, NODE_OPTIONS: `${env.NODE_OPTIONS ?? ''} ${preload}`.trim(), CPU_ACCOUNT_FILE: file });
-  const processes = existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line)) : [];
+  const processes = existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+    : [];
   return { seconds: (performance.now() - started) / 1000, code, log, processes };
 }
 
@@ -150,7 +190,11 @@ async function selftestCpu() {
   const sum = (processes: { cpuSeconds: number }[]) => processes.reduce((total, p) => total + p.cpuSeconds, 0);
   const baselines: number[] = [];
   for (let i = 0; i < 3; i++) {
-    const run = await accounted('npm', ['run', '--silent', 'conformance', '--', '--no-allure'], isolatedEnv({ REPORTS_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-cpu-run-')) }));
+    const run = await accounted(
+      'npm',
+      ['run', '--silent', 'conformance', '--', '--no-allure'],
+      isolatedEnv({ REPORTS_DIR: mkdtempSync(path.join(os.tmpdir(), 'bench-cpu-run-')) }),
+    );
     if (run.code !== 0) throw new Error(`npm run conformance failed:\n${run.log.slice(-2000)}`);
     baselines.push(sum(run.processes));
   }
@@ -167,7 +211,11 @@ async function selftestCpu() {
       entry.cpuSeconds += p.cpuSeconds;
       entry.processes += 1;
     }
-    return Object.fromEntries(Object.entries(groups).sort(([, a], [, b]) => b.cpuSeconds - a.cpuSeconds).map(([name, g]) => [name, { cpuSeconds: +g.cpuSeconds.toFixed(1), processes: g.processes }]));
+    return Object.fromEntries(
+      Object.entries(groups)
+        .sort(([, a], [, b]) => b.cpuSeconds - a.cpuSeconds)
+        .map(([name, g]) => [name, { cpuSeconds: +g.cpuSeconds.toFixed(1), processes: g.processes }]),
+    );
   };
   return {
     exitCode: gate.code,
@@ -197,7 +245,17 @@ async function caps() {
       const reports = mkdtempSync(path.join(os.tmpdir(), 'bench-caps-'));
       const started = performance.now();
       try {
-        const { code } = await runCommand(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', '--no-allure'], isolatedEnv({ BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_API_KEY: burstTeam.keys[0], REPORTS_DIR: reports }));
+        const { code } = await runCommand(
+          process.execPath,
+          [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', '--no-allure'],
+          isolatedEnv({
+            BASE_URL: server.url,
+            API_KEY: owner.keys[0],
+            FOREIGN_API_KEY: foreign.keys[0],
+            BURST_API_KEY: burstTeam.keys[0],
+            REPORTS_DIR: reports,
+          }),
+        );
         const summary = JSON.parse(readFileSync(path.join(reports, 'conformance-summary.json'), 'utf8'));
         runs.get(cap)!.push({ seconds: (performance.now() - started) / 1000, code, verdict: summary.verdict, learnt: summary.sessionCap?.cap });
         if (server.activeSessions().length) throw new Error(`a cap of ${cap}: ${server.activeSessions().length} sessions left running`);
@@ -209,11 +267,21 @@ async function caps() {
   const uncapped = median(runs.get(0)!.map((run) => run.seconds));
   return {
     target: 'the reference as an external target, three keys; beyond the cap, 429 without Retry-After; 3 rounds',
-    byCap: Object.fromEntries(caps.map((cap) => {
-      const list = runs.get(cap)!;
-      const seconds = median(list.map((run) => run.seconds));
-      return [cap || 'none', { verdicts: [...new Set(list.map((run) => `${run.verdict} (exit ${run.code})`))], medianSeconds: +seconds.toFixed(1), ratio: +(seconds / uncapped).toFixed(2), learnt: list.map((run) => run.learnt ?? 'none') }];
-    })),
+    byCap: Object.fromEntries(
+      caps.map((cap) => {
+        const list = runs.get(cap)!;
+        const seconds = median(list.map((run) => run.seconds));
+        return [
+          cap || 'none',
+          {
+            verdicts: [...new Set(list.map((run) => `${run.verdict} (exit ${run.code})`))],
+            medianSeconds: +seconds.toFixed(1),
+            ratio: +(seconds / uncapped).toFixed(2),
+            learnt: list.map((run) => run.learnt ?? 'none'),
+          },
+        ];
+      }),
+    ),
   };
 }
 
@@ -221,15 +289,33 @@ async function burst() {
   const reference = await serve('reference', 50);
   try {
     const requests = 200;
-    const { report } = await suiteRun(['tests/rules/06-rate-limit.spec.ts'], { BASE_URL: reference.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: String(requests) });
+    const { report } = await suiteRun(['tests/rules/06-rate-limit.spec.ts'], {
+      BASE_URL: reference.url,
+      API_KEY: owner.keys[0],
+      FOREIGN_API_KEY: foreign.keys[0],
+      BURST_REQUESTS: String(requests),
+    });
     const [suite] = attachments(report, 'burst answers by status');
     if (!suite) throw new Error('no burst attachment in the report');
     await sleep(1100); // a fresh rate-limit window for autocannon
-    const cannon = await autocannon({ url: `${reference.url}/v2/scrape/${UUID}/interact`, method: 'DELETE', headers: { authorization: `Bearer ${owner.keys[0]}` }, connections: requests, amount: requests });
+    const cannon = await autocannon({
+      url: `${reference.url}/v2/scrape/${UUID}/interact`,
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${owner.keys[0]}` },
+      connections: requests,
+      amount: requests,
+    });
     const cannonSeconds = (new Date(cannon.finish).getTime() - new Date(cannon.start).getTime()) / 1000;
     const suiteRps = suite.requests / (suite.durationMs / 1000);
     const cannonRps = requests / cannonSeconds;
-    return { requests, suiteMs: suite.durationMs, suiteCounts: suite.counts, autocannonMs: Math.round(cannonSeconds * 1000), ratio: +(suiteRps / cannonRps).toFixed(2), goal: '>= 0.5 and 200 requests within 1000 ms' };
+    return {
+      requests,
+      suiteMs: suite.durationMs,
+      suiteCounts: suite.counts,
+      autocannonMs: Math.round(cannonSeconds * 1000),
+      ratio: +(suiteRps / cannonRps).toFixed(2),
+      goal: '>= 0.5 and 200 requests within 1000 ms',
+    };
   } finally {
     reference.child.kill();
   }
@@ -245,7 +331,12 @@ async function timingPrecision() {
   }
   widths.sort((a, b) => a - b);
   const biases = [5, 10, 15, 20, 25, 30, 40, 50, 75, 100].flatMap((ms) => [ms, -ms]);
-  const variants: Variant[] = biases.map((bias) => ({ name: `bias${bias}`, breaks: 'billing', description: `reports sessionDurationMs ${bias} ms off`, options: durationOffBy(bias) }));
+  const variants: Variant[] = biases.map((bias) => ({
+    name: `bias${bias}`,
+    breaks: 'billing',
+    description: `reports sessionDurationMs ${bias} ms off`,
+    options: durationOffBy(bias),
+  }));
   // Four variants at a time, so that the machine is about as busy as in a normal run.
   const detected = new Map<number, boolean>();
   for (let i = 0; i < variants.length; i += 4) {
@@ -283,14 +374,28 @@ async function sequences() {
       const reports = mkdtempSync(path.join(os.tmpdir(), 'bench-sequences-'));
       const started = performance.now();
       try {
-        await runCommand(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), '--no-allure', '--rule', 'sequences'], isolatedEnv({ BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], ALLOW_INSECURE_HTTP: '1', SEQUENCE_SEED: job.seed, SEQUENCE_SECONDS: '', SEQUENCE_BUDGET: '', REPORTS_DIR: reports }));
+        await runCommand(
+          process.execPath,
+          [path.join(ROOT, 'bin', 'stop-session-conformance.js'), '--no-allure', '--rule', 'sequences'],
+          isolatedEnv({
+            BASE_URL: server.url,
+            API_KEY: owner.keys[0],
+            FOREIGN_API_KEY: foreign.keys[0],
+            ALLOW_INSECURE_HTTP: '1',
+            SEQUENCE_SEED: job.seed,
+            SEQUENCE_SECONDS: '',
+            SEQUENCE_BUDGET: '',
+            REPORTS_DIR: reports,
+          }),
+        );
         seconds.get(job.variant.name)!.push(+((performance.now() - started) / 1000).toFixed(1));
         const summary = JSON.parse(readFileSync(path.join(reports, 'conformance-summary.json'), 'utf8'));
         const test = summary.rules.sequences.tests[0];
         if (test.outcome === 'fail') caught.set(job.variant.name, caught.get(job.variant.name)! + 1);
         // The failure's note holds the shrunk history whole, its lines as printed.
         const history = /A history of (\d+) steps breaks the model[^\n]*\n(?:.*\n)*?(?=Found)/.exec(test.note ?? '');
-        if (history && (!shortest.has(job.variant.name) || Number(history[1]) < Number(/\d+/.exec(shortest.get(job.variant.name)!)![0]))) shortest.set(job.variant.name, history[0].trim());
+        if (history && (!shortest.has(job.variant.name) || Number(history[1]) < Number(/\d+/.exec(shortest.get(job.variant.name)!)![0])))
+          shortest.set(job.variant.name, history[0].trim());
         console.log(`sequences: ${job.variant.name} seed ${job.seed}: ${test.outcome} in ${seconds.get(job.variant.name)!.at(-1)} s`);
       } finally {
         await server.close();
@@ -314,9 +419,19 @@ async function throughput() {
   const [reference, bare] = [await serve('reference'), await serve('bare')];
   try {
     const results: Record<string, unknown> = {};
-    for (const [label, headers] of [['404 path', { authorization: `Bearer ${owner.keys[0]}` }], ['401 path', {}]] as const) {
+    for (const [label, headers] of [
+      ['404 path', { authorization: `Bearer ${owner.keys[0]}` }],
+      ['401 path', {}],
+    ] as const) {
       const hit = async (url: string, seconds: number) => {
-        const result = await autocannon({ url: `${url}/v2/scrape/${UUID}/interact`, method: 'DELETE', headers, connections: 10, pipelining: 10, duration: seconds });
+        const result = await autocannon({
+          url: `${url}/v2/scrape/${UUID}/interact`,
+          method: 'DELETE',
+          headers,
+          connections: 10,
+          pipelining: 10,
+          duration: seconds,
+        });
         if (result.non2xx !== result.requests.total || result.errors) throw new Error(`${url} ${label}: unexpected answers`);
         return { rps: result.requests.average, p99Ms: result.latency.p99 };
       };
@@ -354,7 +469,16 @@ async function throughput() {
     // first run
   }
   Object.assign(bench, { date: new Date().toISOString().slice(0, 10), cores: os.cpus().length, node: process.version });
-  const parts: [string, () => Promise<unknown>][] = [['throughput', throughput], ['burst', burst], ['timing', timingPrecision], ['sequences', sequences], ['suite', suiteOverhead], ['command', command], ['caps', caps], ['selftest', selftestCpu]];
+  const parts: [string, () => Promise<unknown>][] = [
+    ['throughput', throughput],
+    ['burst', burst],
+    ['timing', timingPrecision],
+    ['sequences', sequences],
+    ['suite', suiteOverhead],
+    ['command', command],
+    ['caps', caps],
+    ['selftest', selftestCpu],
+  ];
   for (const [name, run] of parts) {
     if (only && only !== name) continue;
     bench[name] = await run();

@@ -18,8 +18,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { createReferenceServer, loadTeams } from '../reference/server';
 import { isolatedEnv, ROOT, runCommand } from '../selftest/matrix';
-import { capsSessions, faultyVariants } from '../selftest/variants';
 import { FREE_PLAN, onPlan } from '../selftest/production';
+import { capsSessions, faultyVariants } from '../selftest/variants';
 import type { Summary } from '../src/report/verdict';
 import { renderPerformance } from './performance';
 
@@ -32,7 +32,13 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
   const number = (name: string, fallback: number) => (option(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : fallback);
   const windowMs = number('--window-ms', FREE_PLAN.windowMs);
   // A paid plan: more requests a window (`--limit`, scrapes alike) and more concurrent jobs (`--job-cap`).
-  const plan = { ...FREE_PLAN, windowMs, limit: number('--limit', FREE_PLAN.limit), scrapeLimit: number('--limit', FREE_PLAN.scrapeLimit), jobCap: number('--job-cap', FREE_PLAN.jobCap) };
+  const plan = {
+    ...FREE_PLAN,
+    windowMs,
+    limit: number('--limit', FREE_PLAN.limit),
+    scrapeLimit: number('--limit', FREE_PLAN.scrapeLimit),
+    jobCap: number('--job-cap', FREE_PLAN.jobCap),
+  };
   const production = option('--production') || freePlan;
   const cap = option('--cap') ? Number(process.argv[process.argv.indexOf('--cap') + 1]) : undefined;
   // The sequences rule's time budget: its default (60 s) unless given, to measure what it adds to the run.
@@ -40,20 +46,33 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
   const server = await createReferenceServer({
     rateLimit: { limit: 10, windowMs: 60_000 },
     log: (line) => lines.push(line),
-    behaviour: freePlan ? onPlan(plan).behaviour : (base, state) => ({
-      ...(production ? { ...behaviourOf('billing-whole-credits')(base, state), ...behaviourOf('any-scheme-accepted')(base, state) } : {}),
-      ...(cap ? capsSessions(cap, false).behaviour!(base, state) : {}),
-      error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers),
-    }),
+    behaviour: freePlan
+      ? onPlan(plan).behaviour
+      : (base, state) => ({
+          ...(production ? { ...behaviourOf('billing-whole-credits')(base, state), ...behaviourOf('any-scheme-accepted')(base, state) } : {}),
+          ...(cap ? capsSessions(cap, false).behaviour!(base, state) : {}),
+          error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers),
+        }),
   });
   const [owner, foreign, burst] = loadTeams();
   const burstTeam = option('--burst-team');
   const reports = mkdtempSync(path.join(os.tmpdir(), 'strict-'));
   const started = performance.now();
-  const { code, log } = await runCommand(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', '--no-allure'], isolatedEnv({
-    BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_REQUESTS: '30', SEQUENCE_SECONDS: sequenceSeconds, SEQUENCE_BUDGET: '', ...(burstTeam ? { BURST_API_KEY: burst.keys[0] } : {}), REPORTS_DIR: reports,
-    ...(production ? { KNOWN_DEVIATIONS: path.join(ROOT, 'fixtures', 'known-deviations', 'firecrawl-production.json') } : {}),
-  }));
+  const { code, log } = await runCommand(
+    process.execPath,
+    [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', '--no-allure'],
+    isolatedEnv({
+      BASE_URL: server.url,
+      API_KEY: owner.keys[0],
+      FOREIGN_API_KEY: foreign.keys[0],
+      BURST_REQUESTS: '30',
+      SEQUENCE_SECONDS: sequenceSeconds,
+      SEQUENCE_BUDGET: '',
+      ...(burstTeam ? { BURST_API_KEY: burst.keys[0] } : {}),
+      REPORTS_DIR: reports,
+      ...(production ? { KNOWN_DEVIATIONS: path.join(ROOT, 'fixtures', 'known-deviations', 'firecrawl-production.json') } : {}),
+    }),
+  );
   const minutes = +((performance.now() - started) / 60_000).toFixed(1);
   await server.close();
   const limited = lines.filter((line) => /^(POST|DELETE) \/v2\/scrape\/[^/ ]*\/interact /.test(line));
@@ -66,7 +85,12 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
     sessionsLeftRunning: server.activeSessions().length,
     ...summaryFigures(path.join(reports, 'conformance-summary.json')),
   };
-  console.log(log.split('\n').filter((line) => /Verdict|^\s*(FAIL|ERROR)\b|Error|COST|floor:|SESSION CAP/.test(line)).join('\n'));
+  console.log(
+    log
+      .split('\n')
+      .filter((line) => /Verdict|^\s*(FAIL|ERROR)\b|Error|COST|floor:|SESSION CAP/.test(line))
+      .join('\n'),
+  );
   console.log(JSON.stringify(figures, null, 2));
   const file = path.join(ROOT, 'docs', 'bench.json');
   let bench: Record<string, unknown> = {};
@@ -75,7 +99,19 @@ const behaviourOf = (name: string) => faultyVariants.find((variant) => variant.n
   } catch {
     // first run
   }
-  bench[['strictLimit', burstTeam && 'BurstTeam', freePlan ? `${plan.limit === FREE_PLAN.limit ? 'FreePlan' : `Plan${plan.limit}`}${windowMs === 60_000 ? '' : `Per${windowMs}ms`}` : production && 'Production', cap && `Cap${cap}`, sequenceSeconds && `Sequences${sequenceSeconds}s`].filter(Boolean).join('')] = figures;
+  bench[
+    [
+      'strictLimit',
+      burstTeam && 'BurstTeam',
+      freePlan
+        ? `${plan.limit === FREE_PLAN.limit ? 'FreePlan' : `Plan${plan.limit}`}${windowMs === 60_000 ? '' : `Per${windowMs}ms`}`
+        : production && 'Production',
+      cap && `Cap${cap}`,
+      sequenceSeconds && `Sequences${sequenceSeconds}s`,
+    ]
+      .filter(Boolean)
+      .join('')
+  ] = figures;
   writeFileSync(file, JSON.stringify(bench, null, 2));
   writeFileSync(path.join(ROOT, 'docs', 'performance.md'), renderPerformance(bench));
   process.exit(code);

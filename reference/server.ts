@@ -3,10 +3,11 @@
  * strict to the specification. Everything a variant may change is a method of `Behaviour`;
  * `options.behaviour` overrides some of them and the rest keep the reference's own.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { bearerToken } from './auth';
 import { creditsFor } from './billing';
@@ -169,7 +170,10 @@ function referenceBehaviour(self: Behaviour, state: ReferenceState, rateLimit: R
     },
     account(team) {
       const spent = [...state.charges, ...state.scrapes].filter((charge) => charge.teamId === team.id).reduce((sum, charge) => sum + charge.credits, 0);
-      return { status: 200, body: { success: true, data: { remainingCredits: PLAN_CREDITS - spent, planCredits: PLAN_CREDITS, billingPeriodStart: null, billingPeriodEnd: null } } };
+      return {
+        status: 200,
+        body: { success: true, data: { remainingCredits: PLAN_CREDITS - spent, planCredits: PLAN_CREDITS, billingPeriodStart: null, billingPeriodEnd: null } },
+      };
     },
     bill: creditsFor,
     error: (status, message, headers) => ({ status, body: { success: false, error: message }, headers }),
@@ -337,8 +341,7 @@ export async function createReferenceServer(options: ReferenceOptions = {}): Pro
     port,
     state,
     activeSessions: () => [...state.sessions.values()],
-    creditsBilled: (teamId) =>
-      state.charges.filter((charge) => !teamId || charge.teamId === teamId).reduce((sum, charge) => sum + charge.credits, 0),
+    creditsBilled: (teamId) => state.charges.filter((charge) => !teamId || charge.teamId === teamId).reduce((sum, charge) => sum + charge.credits, 0),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -3,24 +3,25 @@
  * ends in bounded time whatever the server does, bodies are capped after decompression too, the
  * 429 back-off never spins, and nothing it hands to a test carries a key.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import zlib from 'node:zlib';
-import { readFileSync } from 'node:fs';
-import { tempDir } from './temp';
-import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
-import { createClient, type Client } from '../src/domain/client';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import zlib from 'node:zlib';
+import type { Rate } from '../src/config/rates';
 import { Coordination } from '../src/coordination/coordination';
 import { readSpend, writeSpend } from '../src/coordination/cost';
-import type { Rate } from '../src/config/rates';
+import { type Client, createClient } from '../src/domain/client';
+import { Ledger } from '../src/domain/ledger';
 import { exchange } from '../src/http/exchange';
 import { retryDelayMs } from '../src/http/limits';
-import { Ledger } from '../src/domain/ledger';
 import { registerSecret } from '../src/http/redact';
+import { tempDir } from './temp';
 
 async function serve(handler: http.RequestListener): Promise<{ url: string; close: () => void }> {
   const server = http.createServer(handler);
@@ -45,13 +46,15 @@ test("an exchange starts after its connection is open and brackets the server's 
     seen.arrivedAt = performance.now();
     seen.host = request.headers.host;
     const chunks: Buffer[] = [];
-    request.on('data', (chunk) => chunks.push(chunk)).on('end', () => {
-      seen.body = Buffer.concat(chunks).toString();
-      setTimeout(() => {
-        response.setHeader('content-type', 'application/json');
-        response.end('{"success":true}', () => (seen.answeredAt = performance.now()));
-      }, 30);
-    });
+    request
+      .on('data', (chunk) => chunks.push(chunk))
+      .on('end', () => {
+        seen.body = Buffer.concat(chunks).toString();
+        setTimeout(() => {
+          response.setHeader('content-type', 'application/json');
+          response.end('{"success":true}', () => (seen.answeredAt = performance.now()));
+        }, 30);
+      });
   });
   try {
     const answer = await exchange(`${server.url}/v2/x?y=1`, { method: 'POST', headers: { authorization: 'Bearer k' }, data: { code: 'x' }, ...bounds });
@@ -69,31 +72,53 @@ test("an exchange starts after its connection is open and brackets the server's 
 
 const hostile: [string, http.RequestListener, RegExp][] = [
   ['never answers', () => {}, /no complete answer within 1000 ms/],
-  ['trickles its body a byte every 100 ms', (_, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    const timer = setInterval(() => res.write(' '), 100);
-    res.on('close', () => clearInterval(timer));
-  }, /no complete answer within 1000 ms/],
-  ['sends an endless chunked body', (_, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    const chunk = Buffer.alloc(16 * 1024, 32);
-    const pump = () => { while (res.write(chunk)); };
-    res.on('drain', pump);
-    pump();
-  }, /exceeds MAX_BODY_BYTES \(65536 bytes\)/],
-  ['sends a 50 MB body', (_, res) => {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(FIFTY_MB.length) });
-    res.end(FIFTY_MB);
-  }, /exceeds MAX_BODY_BYTES \(65536 bytes\)/],
-  ['sends a gzip bomb (60 KB that expands to 60 MB)', (_, res) => {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
-    res.end(BOMB);
-  }, /exceeds MAX_BODY_BYTES \(65536 bytes\) once decompressed \(gzip\)/],
-  ['closes the connection mid-answer', (_, res) => {
-    res.writeHead(200, { 'content-length': '100' });
-    res.write('{"par');
-    setTimeout(() => res.destroy(), 20);
-  }, /closed before the answer was complete|aborted|ECONNRESET/],
+  [
+    'trickles its body a byte every 100 ms',
+    (_, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const timer = setInterval(() => res.write(' '), 100);
+      res.on('close', () => clearInterval(timer));
+    },
+    /no complete answer within 1000 ms/,
+  ],
+  [
+    'sends an endless chunked body',
+    (_, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(16 * 1024, 32);
+      const pump = () => {
+        while (res.write(chunk));
+      };
+      res.on('drain', pump);
+      pump();
+    },
+    /exceeds MAX_BODY_BYTES \(65536 bytes\)/,
+  ],
+  [
+    'sends a 50 MB body',
+    (_, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(FIFTY_MB.length) });
+      res.end(FIFTY_MB);
+    },
+    /exceeds MAX_BODY_BYTES \(65536 bytes\)/,
+  ],
+  [
+    'sends a gzip bomb (60 KB that expands to 60 MB)',
+    (_, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      res.end(BOMB);
+    },
+    /exceeds MAX_BODY_BYTES \(65536 bytes\) once decompressed \(gzip\)/,
+  ],
+  [
+    'closes the connection mid-answer',
+    (_, res) => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('{"par');
+      setTimeout(() => res.destroy(), 20);
+    },
+    /closed before the answer was complete|aborted|ECONNRESET/,
+  ],
 ];
 
 for (const [what, handler, message] of hostile) {
@@ -111,7 +136,10 @@ for (const [what, handler, message] of hostile) {
 
 test('a cancelled client ends its request and its back-off wait at once', async () => {
   const server = await serve((_, res) => setTimeout(() => res.writeHead(429, { 'retry-after': '30' }).end('{}'), 10));
-  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 10_000, maxBodyBytes: 1024, backoffBudgetMs: 60_000 } });
+  const client = createClient({
+    target: { baseURL: server.url, embedded: true },
+    settings: { requestTimeoutMs: 10_000, maxBodyBytes: 1024, backoffBudgetMs: 60_000 },
+  });
   const started = performance.now();
   try {
     const pending = client.send({ method: 'DELETE', path: '/x', as: { name: 'tester' } });
@@ -134,7 +162,10 @@ test('a pooled request whose kept-alive connection is reset before any answer is
     if (count === 2) req.socket.destroy();
     else res.writeHead(404, { 'content-type': 'application/json' }).end('{}');
   });
-  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 0 } });
+  const client = createClient({
+    target: { baseURL: server.url, embedded: true },
+    settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 0 },
+  });
   try {
     const send = (pooled: boolean) => client.send({ method: 'DELETE', path: '/x', as: { name: 'tester' }, pooled, attach: false });
     assert.equal((await send(true)).status, 404);
@@ -146,7 +177,10 @@ test('a pooled request whose kept-alive connection is reset before any answer is
     assert.equal(received, 7);
     // Each unpooled request has a connection of its own: a reset there is not the keep-alive race, and fails.
     const fresh = await serve((req) => req.socket.destroy());
-    const unpooled = createClient({ target: { baseURL: fresh.url, embedded: true }, settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 0 } });
+    const unpooled = createClient({
+      target: { baseURL: fresh.url, embedded: true },
+      settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 0 },
+    });
     try {
       await assert.rejects(unpooled.send({ method: 'DELETE', path: '/x', as: { name: 'tester' }, attach: false }), /failed/);
     } finally {
@@ -163,7 +197,11 @@ test('Retry-After: honoured when it means a wait, never below a growing floor, a
   assert.equal(retryDelayMs(1, '3'), 3000);
   assert.equal(retryDelayMs(1, new Date(Date.now() + 5_000).toUTCString()) > 3_000, true);
   for (const value of ['0', '-5', new Date(Date.now() - 60_000).toUTCString()]) {
-    assert.deepEqual([1, 2, 3, 4].map((attempt) => retryDelayMs(attempt, value)), [100, 200, 400, 800], value);
+    assert.deepEqual(
+      [1, 2, 3, 4].map((attempt) => retryDelayMs(attempt, value)),
+      [100, 200, 400, 800],
+      value,
+    );
   }
   for (const value of [undefined, '', 'soon', 'NaN']) {
     const waits = [1, 2, 3, 4, 5].map((attempt) => retryDelayMs(attempt, value, () => 0.5));
@@ -177,7 +215,10 @@ test('Retry-After: honoured when it means a wait, never below a growing floor, a
 test('a 429 loop against a server that always answers "Retry-After: 0" backs off instead of spinning', async () => {
   let requests = 0;
   const server = await serve((_, res) => (requests++, res.writeHead(429, { 'retry-after': '0' }).end('{}')));
-  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 1_000, maxBodyBytes: 1024, backoffBudgetMs: 1_500 } });
+  const client = createClient({
+    target: { baseURL: server.url, embedded: true },
+    settings: { requestTimeoutMs: 1_000, maxBodyBytes: 1024, backoffBudgetMs: 1_500 },
+  });
   try {
     const last = await client.send({ method: 'DELETE', path: '/x', as: { name: 'tester' }, on429: 'return-last' });
     assert.equal(last.status, 429);
@@ -203,10 +244,16 @@ test('a request waiting after 429 goes before fresh ones from other clients of t
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"success":false,"error":"x"}');
   });
   const reportsDir = tempDir('queue-');
-  const client = () => createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 2_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000 }, coordination: new Coordination(reportsDir, server.url) });
+  const client = () =>
+    createClient({
+      target: { baseURL: server.url, embedded: true },
+      settings: { requestTimeoutMs: 2_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000 },
+      coordination: new Coordination(reportsDir, server.url),
+    });
   const [a, b] = [client(), client()];
   // One team (the queue is per identity); the server tells the requests apart by their tokens.
-  const send = (who: Client, name: string, team = 'owner team') => who.send({ method: 'DELETE', path: '/x', as: { name: team, authorization: `Bearer ${name}` } });
+  const send = (who: Client, name: string, team = 'owner team') =>
+    who.send({ method: 'DELETE', path: '/x', as: { name: team, authorization: `Bearer ${name}` } });
   try {
     await send(b, 'b1');
     const waiting = send(a, 'a');
@@ -223,7 +270,10 @@ test('a request waiting after 429 goes before fresh ones from other clients of t
     await new Promise((resolve) => setTimeout(resolve, 50));
     const other = send(b, 'c1', 'burst team');
     await Promise.all([waitingAgain, other]);
-    assert.ok(arrived.indexOf('c1') < arrived.lastIndexOf('a2'), `the other team's first attempt comes before the waiting request is served: ${arrived.join(' ')}`);
+    assert.ok(
+      arrived.indexOf('c1') < arrived.lastIndexOf('a2'),
+      `the other team's first attempt comes before the waiting request is served: ${arrived.join(' ')}`,
+    );
   } finally {
     server.close();
   }
@@ -233,7 +283,7 @@ test("a 429 met while the team's own schedule had room is waited out and counted
   // The first stop of each server is refused: under 2 a second stated, its window had room (another's use of a shared limit).
   const refusingFirst = () => {
     let answered = 0;
-    return serve((req, res) => {
+    return serve((_req, res) => {
       if (++answered === 1) return void res.writeHead(429, { 'content-type': 'application/json' }).end('{"success":false,"error":"Too many requests"}');
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"success":false,"error":"x"}');
     });
@@ -242,9 +292,17 @@ test("a 429 met while the team's own schedule had room is waited out and counted
   const unearned = () => (writeSpend(reportsDir), readSpend(reportsDir).teams.owner?.unearned ?? 0);
   const stop = async (rate?: Rate) => {
     const server = await refusingFirst();
-    const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 2_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000 }, coordination: new Coordination(tempDir('unearned-run-'), server.url, rate) });
+    const client = createClient({
+      target: { baseURL: server.url, embedded: true },
+      settings: { requestTimeoutMs: 2_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000 },
+      coordination: new Coordination(tempDir('unearned-run-'), server.url, rate),
+    });
     try {
-      return await client.send({ method: 'DELETE', path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact', as: { name: 'owner team', team: 'owner', authorization: 'Bearer x' } });
+      return await client.send({
+        method: 'DELETE',
+        path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact',
+        as: { name: 'owner team', team: 'owner', authorization: 'Bearer x' },
+      });
     } finally {
       server.close();
     }
@@ -287,7 +345,11 @@ test("while another process's burst sends, a request waits for it; the burst wai
     else answer();
   });
   const reportsDir = tempDir('quiet-');
-  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000 }, coordination: new Coordination(reportsDir, server.url) });
+  const client = createClient({
+    target: { baseURL: server.url, embedded: true },
+    settings: { requestTimeoutMs: 5_000, maxBodyBytes: 1024, backoffBudgetMs: 10_000 },
+    coordination: new Coordination(reportsDir, server.url),
+  });
   const send = (to: string) => client.send({ method: 'DELETE', path: to, as: { name: 'owner team', authorization: 'Bearer x' } });
   try {
     await send('/x'); // the client's first request: loading and first calls are not what is measured
@@ -343,11 +405,20 @@ test('answers reach a test redacted: a key the server echoes in its body or head
   const key = 'fc-client-test-key-0123456789';
   registerSecret(key, 'API_KEY');
   const server = await serve((req, res) => {
-    res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': `Bearer realm="x", key="${key}"`, 'set-cookie': `session=${key}`, 'x-echo': encodeURIComponent(key) });
+    res.writeHead(401, {
+      'content-type': 'application/json',
+      'www-authenticate': `Bearer realm="x", key="${key}"`,
+      'set-cookie': `session=${key}`,
+      'x-echo': encodeURIComponent(key),
+    });
     res.end(JSON.stringify({ success: false, error: `bad key ${req.headers.authorization}`, b64: Buffer.from(key).toString('base64') }));
   });
   const attached: string[] = [];
-  const client = createClient({ target: { baseURL: server.url, embedded: true }, settings: { requestTimeoutMs: 1_000, maxBodyBytes: 4096, backoffBudgetMs: 0 }, attach: async (_name, body) => void attached.push(body) });
+  const client = createClient({
+    target: { baseURL: server.url, embedded: true },
+    settings: { requestTimeoutMs: 1_000, maxBodyBytes: 4096, backoffBudgetMs: 0 },
+    attach: async (_name, body) => void attached.push(body),
+  });
   try {
     const answer = await client.send({ method: 'DELETE', path: '/x', as: { name: 'tester', authorization: `Bearer ${key}` } });
     const everything = JSON.stringify(answer) + attached.join('');
@@ -365,7 +436,11 @@ test('in the ledger, only a stop by the team that created a job ends it', () => 
   const target = 'http://127.0.0.1:1';
   ledger.created({ target, embedded: false, jobId: 'job-a', identity: 'burst team' });
   ledger.ended({ target, jobId: 'job-a', identity: 'owner team', status: 404 });
-  assert.deepEqual(ledger.open().map((entry) => entry.jobId), ['job-a'], "another owner identity's 404 leaves it open");
+  assert.deepEqual(
+    ledger.open().map((entry) => entry.jobId),
+    ['job-a'],
+    "another owner identity's 404 leaves it open",
+  );
   assert.equal(ledger.endedHere(target, 'job-a', 'burst team'), false);
   ledger.ended({ target, jobId: 'job-a', identity: 'burst team', status: 200 });
   assert.deepEqual(ledger.open(), []);
@@ -378,8 +453,9 @@ test('in the ledger, the sessions that may have been live while an interact was 
   const event = (jobId: string, what: 'opening' | 'live' | 'not-opened' | 'maybe-open' | 'ended', identity = 'owner team') =>
     what === 'ended' ? ledger.ended({ target, jobId, identity, status: 200 }) : ledger.session(what, { target, jobId, identity });
   const tick = () => sleep(5);
-  for (const jobId of ['held', 'stopped-before', 'stopping', 'waiting', 'refused-meanwhile', 'refused-one', 'other-team', 'reopened']) ledger.created({ target, embedded: false, jobId, identity: 'owner team' });
-  for (const jobId of ['held', 'stopped-before', 'stopping', 'reopened']) (event(jobId, 'opening'), event(jobId, 'live'));
+  for (const jobId of ['held', 'stopped-before', 'stopping', 'waiting', 'refused-meanwhile', 'refused-one', 'other-team', 'reopened'])
+    ledger.created({ target, embedded: false, jobId, identity: 'owner team' });
+  for (const jobId of ['held', 'stopped-before', 'stopping', 'reopened']) event(jobId, 'opening'), event(jobId, 'live');
   event('other-team', 'opening', 'burst team');
   event('other-team', 'live', 'burst team');
   // An interact waiting out a 429: its attempt opened nothing, and its wait holds nothing.
@@ -418,5 +494,9 @@ test('in the ledger, the sessions that may have been live while an interact was 
   event('timed-out', 'ended');
   await tick();
   const later = Date.now();
-  assert.deepEqual(ledger.possiblyLive(target, 'owner team', 'refused-one', later, later + 1), { count: 3, pending: 0 }, 'held, reopened and waiting, which went live since');
+  assert.deepEqual(
+    ledger.possiblyLive(target, 'owner team', 'refused-one', later, later + 1),
+    { count: 3, pending: 0 },
+    'held, reopened and waiting, which went live since',
+  );
 });

@@ -37,7 +37,9 @@ function run(command: string, args: string[], cwd: string, onOutput: (log: strin
   return new Promise((resolve) => {
     const started = performance.now();
     // CI's environment: a developer's .env, target or settings must not leak in.
-    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(BASE_URL|API_KEY|FOREIGN_API_KEY|BURST_API_KEY|KNOWN_DEVIATIONS|REPORTS_DIR|SEQUENCE_.*)$/.test(name)));
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !/^(BASE_URL|API_KEY|FOREIGN_API_KEY|BURST_API_KEY|KNOWN_DEVIATIONS|REPORTS_DIR|SEQUENCE_.*)$/.test(name)),
+    );
     const child = spawn(command, args, { cwd, env: { ...env, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
     const take = (chunk: Buffer) => {
@@ -53,7 +55,10 @@ function run(command: string, args: string[], cwd: string, onOutput: (log: strin
         log,
         seconds: (performance.now() - started) / 1000,
         testSeconds: duration ? Number(duration[1]) / 1000 : undefined,
-        failures: log.split('\n').filter((line) => /^not ok /.test(line) || /(FALSE ALARM|MISSED|WRONG RULE|RUN ERROR)\s*$/.test(line)).map((line) => line.trim()),
+        failures: log
+          .split('\n')
+          .filter((line) => /^not ok /.test(line) || /(FALSE ALARM|MISSED|WRONG RULE|RUN ERROR)\s*$/.test(line))
+          .map((line) => line.trim()),
       });
     });
   });
@@ -77,16 +82,25 @@ function run(command: string, args: string[], cwd: string, onOutput: (log: strin
     const loaded = await load;
     results.push(gate);
     const took = gate.testSeconds === undefined ? '' : `, npm test ${gate.testSeconds.toFixed(0)} s`;
-    console.log(`run ${index}/${runs}${beside ? ' (another npm test beside it)' : ''}: exit ${gate.code} in ${gate.seconds.toFixed(0)} s (${installed}${took})`);
+    console.log(
+      `run ${index}/${runs}${beside ? ' (another npm test beside it)' : ''}: exit ${gate.code} in ${gate.seconds.toFixed(0)} s (${installed}${took})`,
+    );
     for (const failure of gate.failures) console.log(`    ${failure}`);
     if (gate.code !== 0) {
       const kept = path.join(os.tmpdir(), `gate-run-${index}-${Date.now()}.log`);
       writeFileSync(kept, gate.log);
       // What failed, as the test runner said it: each failing test's error lines.
-      const errors = gate.log.split('\n').filter((line, i, lines) => /^\s+error: /.test(line) || (/^\s+(\+|-) /.test(line) && lines.slice(Math.max(0, i - 12), i).some((l) => /error: /.test(l))));
+      const errors = gate.log
+        .split('\n')
+        .filter(
+          (line, i, lines) => /^\s+error: /.test(line) || (/^\s+(\+|-) /.test(line) && lines.slice(Math.max(0, i - 12), i).some((l) => /error: /.test(l))),
+        );
       console.log(`    ${errors.slice(0, 30).join('\n    ')}\n    whole log: ${kept}`);
     }
-    if (loaded) console.log(`    the npm test beside it: exit ${loaded.code} in ${loaded.seconds.toFixed(0)} s${loaded.failures.length ? `; ${loaded.failures.join('; ')}` : ''}`);
+    if (loaded)
+      console.log(
+        `    the npm test beside it: exit ${loaded.code} in ${loaded.seconds.toFixed(0)} s${loaded.failures.length ? `; ${loaded.failures.join('; ')}` : ''}`,
+      );
     if (loaded && loaded.code !== 0) {
       const kept = path.join(os.tmpdir(), `gate-beside-${index}-${Date.now()}.log`);
       writeFileSync(kept, loaded.log);

@@ -19,7 +19,13 @@ async function series(label: string): Promise<{ failures: number; seconds: numbe
     seconds.push((performance.now() - started) / 1000);
     if (code !== 0) {
       failures += 1;
-      console.log(`${label} run ${i}: exit ${code}\n${log.split('\n').filter((line) => /✘|Error|fail/i.test(line)).slice(0, 10).join('\n')}`);
+      console.log(
+        `${label} run ${i}: exit ${code}\n${log
+          .split('\n')
+          .filter((line) => /✘|Error|fail/i.test(line))
+          .slice(0, 10)
+          .join('\n')}`,
+      );
     }
   }
   const median = [...seconds].sort((a, b) => a - b)[Math.floor(seconds.length / 2)];
@@ -30,6 +36,8 @@ async function series(label: string): Promise<{ failures: number; seconds: numbe
 (async () => {
   const idle = await series('idle');
   const spinners = Array.from({ length: os.cpus().length }, () => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }));
-  const loaded = await series('both cores loaded').finally(() => spinners.forEach((spinner) => spinner.kill()));
+  const loaded = await series('both cores loaded').finally(() => {
+    for (const spinner of spinners) spinner.kill();
+  });
   process.exit(idle.failures + loaded.failures ? 1 : 0);
 })();

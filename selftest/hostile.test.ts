@@ -7,21 +7,22 @@
  * case plus five baselines: the same command against a correct target, timed in this run,
  * so that a slow or busy machine moves both alike. Prints one table of the cases at the end.
  */
-import { after, describe, test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { tempDir } from './temp';
 import type http from 'node:http';
 import path from 'node:path';
+import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import zlib from 'node:zlib';
-import { createReferenceServer, type Reply, type ReferenceOptions, type ReferenceServer } from '../reference/server';
-import { isolatedEnv, ROOT, runCommand } from './matrix';
-import { FREE_PLAN, onPlan, PRODUCTION_FILE, type Plan } from './production';
-import type { Summary } from '../src/report/verdict';
+import { createReferenceServer, type ReferenceOptions, type ReferenceServer, type Reply } from '../reference/server';
 import { runFolder } from '../src/coordination/run-folder';
+import type { Summary } from '../src/report/verdict';
+import { isolatedEnv, ROOT, runCommand } from './matrix';
+import { FREE_PLAN, onPlan, type Plan, PRODUCTION_FILE } from './production';
 import { filesContaining, SECRETS } from './secrets';
+import { tempDir } from './temp';
 
 const BIN = path.join(ROOT, 'bin', 'stop-session-conformance.js');
 /** Short bounds, so that each case takes seconds; one small rule. */
@@ -38,18 +39,22 @@ type Writer = (res: http.ServerResponse, reply: Reply) => void;
 const isInteract = (res: http.ServerResponse) => res.req.method === 'POST' && /\/interact$/.test(res.req.url ?? '');
 
 /** Does the work at once (an interact creates its session) and answers `delayMs` later, or never once the client is gone. */
-const answersLate = (delayMs: number): Behaviour => (base) => ({
-  send(res, reply) {
-    if (!isInteract(res)) return base.send(res, reply);
-    const timer = setTimeout(() => base.send(res, reply), delayMs);
-    res.on('close', () => clearTimeout(timer));
-  },
-});
+const answersLate =
+  (delayMs: number): Behaviour =>
+  (base) => ({
+    send(res, reply) {
+      if (!isInteract(res)) return base.send(res, reply);
+      const timer = setTimeout(() => base.send(res, reply), delayMs);
+      res.on('close', () => clearTimeout(timer));
+    },
+  });
 
 /** Stops the session as the reference does, then writes every stop's answer its own way. */
-const stopAnswers = (write: Writer): Behaviour => (base) => ({
-  send: (res, reply) => (res.req.method === 'DELETE' ? write(res, reply) : base.send(res, reply)),
-});
+const stopAnswers =
+  (write: Writer): Behaviour =>
+  (base) => ({
+    send: (res, reply) => (res.req.method === 'DELETE' ? write(res, reply) : base.send(res, reply)),
+  });
 
 /** The answer, padded with 1 KB of JSON white space, a byte every 100 ms: read to its end, it would take 100 s. */
 const trickled: Writer = (res, reply) => {
@@ -143,7 +148,11 @@ function descendants(root: number): { pid: number; ppid: number; pgid: number; a
 function running(pids: number[]): number[] {
   if (!pids.length) return [];
   const { stdout } = spawnSync('ps', ['-o', 'pid=,stat=', '-p', pids.join(',')], { encoding: 'utf8' });
-  return stdout.trim().split('\n').filter((line) => line.trim() && !/^\s*\d+\s+Z/.test(line)).map((line) => Number(line.trim().split(/\s+/)[0]));
+  return stdout
+    .trim()
+    .split('\n')
+    .filter((line) => line.trim() && !/^\s*\d+\s+Z/.test(line))
+    .map((line) => Number(line.trim().split(/\s+/)[0]));
 }
 
 async function until(what: string, condition: () => boolean, timeoutMs = 30_000): Promise<void> {
@@ -164,7 +173,10 @@ function lineOf(log: string, message: RegExp): string {
 function assertNoKey(run: Started, ...outputs: string[]): void {
   const file = path.join(run.reports, 'ledger.jsonl');
   assert.ok(existsSync(file), 'the run wrote its ledger');
-  const entries = readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+  const entries = readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line));
   assert.ok(entries.length > 0, 'the ledger holds the job');
   for (const entry of entries) {
     // The owner's, or the owner's key under another scheme word where such a stop settled a session.
@@ -268,14 +280,16 @@ const SLOW_SECONDS = 3 + 5;
  * Cases 8 to 11: a run against a target whose interact answers late, caught once its first session
  * exists; afterwards, every process group the run made is killed and the target closed.
  */
-async function midRun(interrupt: (caught: { server: ReferenceServer; run: ReturnType<typeof start>; tree: ReturnType<typeof descendants>; groups: Set<number> }) => Promise<void>) {
+async function midRun(
+  interrupt: (caught: { server: ReferenceServer; run: ReturnType<typeof start>; tree: ReturnType<typeof descendants>; groups: Set<number> }) => Promise<void>,
+) {
   const server = await createReferenceServer({ behaviour: SLOW_INTERACT });
   const run = start(server, RULE, SLOW_SETTINGS);
   const groups = new Set([run.child.pid!]);
   try {
     await until('a session on the server', () => server.activeSessions().length > 0);
     const tree = descendants(run.child.pid!);
-    tree.forEach((p) => groups.add(p.pgid));
+    for (const p of tree) groups.add(p.pgid);
     await interrupt({ server, run, tree, groups });
   } finally {
     killAll(groups);
@@ -286,9 +300,15 @@ async function midRun(interrupt: (caught: { server: ReferenceServer; run: Return
 describe('the command against hostile targets ends in bounded time, says what happened and leaves no session running', { concurrency: CONCURRENCY }, () => {
   after(() => {
     const header = ['case', 'exit', 'seconds', 'left', 'message'];
-    const cells = rows.sort((a, b) => parseInt(a.name) - parseInt(b.name)).map((row) => [row.name, row.exit, row.seconds.toFixed(1), String(row.left), row.message.slice(0, 180)]);
+    const cells = rows
+      .sort((a, b) => parseInt(a.name, 10) - parseInt(b.name, 10))
+      .map((row) => [row.name, row.exit, row.seconds.toFixed(1), String(row.left), row.message.slice(0, 180)]);
     const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-    const line = (c: string[]) => c.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd();
+    const line = (c: string[]) =>
+      c
+        .map((cell, i) => cell.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd();
     console.log(['', line(header), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n'));
   });
 
@@ -301,7 +321,13 @@ describe('the command against hostile targets ends in bounded time, says what ha
       // One rule of ten: incomplete, every test of it passed.
       assert.equal(code, 3, run.log().slice(-3000));
       baseline = run.seconds();
-      rows.push({ name: '0. baseline: a correct target', exit: String(code), seconds: baseline, left: server.activeSessions().length, message: 'every bound below is its budgets plus 5 times this' });
+      rows.push({
+        name: '0. baseline: a correct target',
+        exit: String(code),
+        seconds: baseline,
+        left: server.activeSessions().length,
+        message: 'every bound below is its budgets plus 5 times this',
+      });
     } finally {
       killAll(new Set([run.child.pid!]));
       await server.close();
@@ -319,7 +345,10 @@ describe('the command against hostile targets ends in bounded time, says what ha
         assert.equal(code, 2, run.log().slice(-3000));
         assert.match(run.log(), message);
         await measured;
-        assert.ok(seconds < bound(budget), `verdict after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s):\n${run.log().slice(-4000)}`);
+        assert.ok(
+          seconds < bound(budget),
+          `verdict after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s):\n${run.log().slice(-4000)}`,
+        );
         assert.equal(left, 0, 'sessions left running on the server');
         assert.ok(server.state.stopped.size > 0, 'the case created a session');
         assertNoKey(run);
@@ -331,10 +360,23 @@ describe('the command against hostile targets ends in bounded time, says what ha
   }
 
   // Faults that end the run as a failure or an error, fast: the back-off budget is the default five minutes here, and must not be what bounds them.
-  const faulty: { name: string; behaviour: Behaviour; args: string[]; settings?: Record<string, string>; exit: number; message: RegExp; left: number; budget?: number; absent?: RegExp; cleanupClean?: true }[] = [
+  const faulty: {
+    name: string;
+    behaviour: Behaviour;
+    args: string[];
+    settings?: Record<string, string>;
+    exit: number;
+    message: RegExp;
+    left: number;
+    budget?: number;
+    absent?: RegExp;
+    cleanupClean?: true;
+  }[] = [
     {
       name: '12. stop of a stopped session answers 500',
-      behaviour: (base, state) => ({ stop: (team, jobId) => (state.stopped.has(jobId) && !state.sessions.has(jobId) ? base.error(500, 'session gone') : base.stop(team, jobId)) }),
+      behaviour: (base, state) => ({
+        stop: (team, jobId) => (state.stopped.has(jobId) && !state.sessions.has(jobId) ? base.error(500, 'session gone') : base.stop(team, jobId)),
+      }),
       args: ['--rule', 'stop-is-final'],
       settings: { REQUEST_TIMEOUT_MS: '10000' },
       exit: 1,
@@ -343,7 +385,10 @@ describe('the command against hostile targets ends in bounded time, says what ha
     },
     {
       name: '20. a stop of a settled session answers 502, whoever settled it (lower-case bearer too)',
-      behaviour: (base, state) => ({ stop: (team, jobId) => (state.stopped.has(jobId) && !state.sessions.has(jobId) ? base.error(502, 'Browser session release was not confirmed.') : base.stop(team, jobId)) }),
+      behaviour: (base, state) => ({
+        stop: (team, jobId) =>
+          state.stopped.has(jobId) && !state.sessions.has(jobId) ? base.error(502, 'Browser session release was not confirmed.') : base.stop(team, jobId),
+      }),
       args: ['--rule', 'authentication', '--rule', 'stop-is-final'],
       settings: { REQUEST_TIMEOUT_MS: '10000' },
       exit: 1,
@@ -364,12 +409,15 @@ describe('the command against hostile targets ends in bounded time, says what ha
       left: 1,
     },
     {
-      name: "14. the limiter never recovers (429 from the fourth request on, no Retry-After)",
+      name: '14. the limiter never recovers (429 from the fourth request on, no Retry-After)',
       // One budget for the run: a test's wait, then the stops of its sessions in the teardown, the global teardown and the command, a few seconds each (four budgets before).
       budget: 20 + 3 * 5,
       behaviour: (base) => {
         let allowed = 3;
-        return { limit: (key) => (key.endsWith(':interact') && allowed-- <= 0 ? { allowed: false, retryAfterSeconds: 1 } : base.limit(key)), error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) };
+        return {
+          limit: (key) => (key.endsWith(':interact') && allowed-- <= 0 ? { allowed: false, retryAfterSeconds: 1 } : base.limit(key)),
+          error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers),
+        };
       },
       args: ['--rule', 'owner-stop', '--rule', 'unknown-job', '--rule', 'foreign-team'],
       // A test lasts longer than the budget, as by default: the request that waits it through says the limiter never recovered.
@@ -385,7 +433,9 @@ describe('the command against hostile targets ends in bounded time, says what ha
         return {
           limit: (key) => (key.endsWith(':interact') && ++consumed > 3 ? { allowed: false, retryAfterSeconds: 30 } : base.limit(key)),
           error: (status, message, headers) =>
-            status === 429 ? base.error(429, `Rate limit exceeded. Consumed (req/min): ${consumed}, Remaining (req/min): 0. Upgrade your plan or please retry after 30s`, {}) : base.error(status, message, headers),
+            status === 429
+              ? base.error(429, `Rate limit exceeded. Consumed (req/min): ${consumed}, Remaining (req/min): 0. Upgrade your plan or please retry after 30s`, {})
+              : base.error(status, message, headers),
         };
       },
       args: ['--rule', 'owner-stop', '--rule', 'unknown-job', '--rule', 'foreign-team'],
@@ -403,7 +453,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
       args: ['--rule', 'owner-stop', '--rule', 'foreign-team', '--rule', 'billing', '--rule', 'stop-is-final', '--rule', 'authentication'],
       settings: { REQUEST_TIMEOUT_MS: '4000' },
       exit: 2,
-      message: /The target stopped answering: POST \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 4000 ms \(REQUEST_TIMEOUT_MS\)\nEnding the run, an error of the run \(exit 2/,
+      message:
+        /The target stopped answering: POST \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 4000 ms \(REQUEST_TIMEOUT_MS\)\nEnding the run, an error of the run \(exit 2/,
       left: 0,
       // The first interacts time out together; the run ends then, its teardown's stops answered at once.
       budget: 4,
@@ -427,7 +478,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
       args: ['--rule', 'owner-stop', '--rule', 'foreign-team', '--rule', 'billing', '--rule', 'stop-is-final'],
       settings: { REQUEST_TIMEOUT_MS: '4000' },
       exit: 2,
-      message: /The target stopped answering: DELETE \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 4000 ms \(REQUEST_TIMEOUT_MS\)\nEnding the run, an error of the run \(exit 2/,
+      message:
+        /The target stopped answering: DELETE \/v2\/scrape\/\S+\/interact as owner team failed: no complete answer within 4000 ms \(REQUEST_TIMEOUT_MS\)\nEnding the run, an error of the run \(exit 2/,
       left: 0,
       // The test's stop, then the teardowns' first stops of the other sessions, all at once; their second stops get through.
       budget: 2 * 4,
@@ -447,7 +499,10 @@ describe('the command against hostile targets ends in bounded time, says what ha
         // A fault found in seconds ends the run in seconds: one back-off budget at most, never one per waiting request.
         const budget = stated ?? Number(settings?.BACKOFF_BUDGET_MS ?? 0) / 1000 + Number(settings?.REQUEST_TIMEOUT_MS ?? 0) / 1000;
         await measured;
-        assert.ok(seconds < bound(budget), `the command ended after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s):\n${run.log().slice(-4000)}`);
+        assert.ok(
+          seconds < bound(budget),
+          `the command ended after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s):\n${run.log().slice(-4000)}`,
+        );
         if (left >= 0) assert.equal(running, left, 'sessions left running on the server');
         if (running) assert.match(run.log(), /Could not stop \d+ session\(s\)/, 'a session left running is reported');
         if (absent) assert.doesNotMatch(run.log(), absent);
@@ -484,11 +539,20 @@ describe('the command against hostile targets ends in bounded time, says what ha
       const server = await createReferenceServer({ ...onPlan(plan), log: (line) => lines.push({ at: Date.now(), line }) });
       // The production file: these targets are the hosted service, on a plan. The account check waits for the service's late charges.
       // The default request timeout: a plan is no hang, and on a busy runner one answer slower than 2 s would end the run as one.
-      const run = start(server, args, { ...SHORT, REQUEST_TIMEOUT_MS: '30000', KNOWN_DEVIATIONS: path.join(ROOT, PRODUCTION_FILE), ACCOUNT_CHECK: '1', ACCOUNT_SETTLE_MS: '20000', TEST_TIMEOUT_MS: '120000' });
+      const run = start(server, args, {
+        ...SHORT,
+        REQUEST_TIMEOUT_MS: '30000',
+        KNOWN_DEVIATIONS: path.join(ROOT, PRODUCTION_FILE),
+        ACCOUNT_CHECK: '1',
+        ACCOUNT_SETTLE_MS: '20000',
+        TEST_TIMEOUT_MS: '120000',
+      });
       try {
         const { code } = await run.exited;
         const seconds = run.seconds();
-        const limited = lines.filter(({ line }) => (binding === 'scrape' ? /^POST \/v2\/scrape / : /^(POST|DELETE) \/v2\/scrape\/[^/ ]*\/interact /).test(line));
+        const limited = lines.filter(({ line }) =>
+          (binding === 'scrape' ? /^POST \/v2\/scrape / : /^(POST|DELETE) \/v2\/scrape\/[^/ ]*\/interact /).test(line),
+        );
         const isRefused = ({ line }: { line: string }) => / 429 /.test(line);
         const refused = limited.filter(isRefused).length;
         // Before its first refusal the run knows no rate: the requests then in flight may all be refused. From the next window on, it plans.
@@ -502,16 +566,28 @@ describe('the command against hostile targets ends in bounded time, says what ha
         const limit = binding === 'scrape' ? plan.scrapeLimit : plan.limit;
         // The floor: the requests that got through, at the plan's rate.
         const floorSeconds = ((limited.length - refused) / limit) * (plan.windowMs / 1000);
-        rows.push({ name, exit: String(code), seconds, left: server.activeSessions().length, message: `${refused} of ${limited.length} ${binding === 'scrape' ? 'scrapes' : 'stops and interacts'} refused (${planned.filter(isRefused).length} of the ${planned.length} of its own work once planned); learnt ${learnt ? `${learnt.limit} per ${learnt.windowMs / 1000} s` : 'nothing'}; floor ${floorSeconds.toFixed(1)} s` });
+        rows.push({
+          name,
+          exit: String(code),
+          seconds,
+          left: server.activeSessions().length,
+          message: `${refused} of ${limited.length} ${binding === 'scrape' ? 'scrapes' : 'stops and interacts'} refused (${planned.filter(isRefused).length} of the ${planned.length} of its own work once planned); learnt ${learnt ? `${learnt.limit} per ${learnt.windowMs / 1000} s` : 'nothing'}; floor ${floorSeconds.toFixed(1)} s`,
+        });
         // Every rule chosen passes (with the production file's declarations): the others are not run.
         assert.equal(code, 3, run.log().slice(-3000));
         assert.equal(server.activeSessions().length, 0, 'sessions left running on the server');
         // Before it plans, at most the requests its workers had in flight (eight against a remote target), and a couple learning the cap.
         assert.ok(early.filter(isRefused).length <= 10, `${early.filter(isRefused).length} limited requests refused before the run could plan`);
-        assert.ok(planned.filter(isRefused).length <= 0.25 * planned.length, `${planned.filter(isRefused).length} of the ${planned.length} requests of the run's own work after the first refusal's window were refused: more than a quarter`);
-        assert.deepEqual(learnt && { limit: learnt.limit, windowMs: learnt.windowMs }, { limit, windowMs: plan.windowMs }, 'the run learnt the plan\'s rate');
+        assert.ok(
+          planned.filter(isRefused).length <= 0.25 * planned.length,
+          `${planned.filter(isRefused).length} of the ${planned.length} requests of the run's own work after the first refusal's window were refused: more than a quarter`,
+        );
+        assert.deepEqual(learnt && { limit: learnt.limit, windowMs: learnt.windowMs }, { limit, windowMs: plan.windowMs }, "the run learnt the plan's rate");
         await measured;
-        assert.ok(seconds < 1.1 * floorSeconds + bound(0), `the run took ${seconds.toFixed(1)} s: more than 1.1 times its floor (${floorSeconds.toFixed(1)} s) and ${bound(0).toFixed(1)} s`);
+        assert.ok(
+          seconds < 1.1 * floorSeconds + bound(0),
+          `the run took ${seconds.toFixed(1)} s: more than 1.1 times its floor (${floorSeconds.toFixed(1)} s) and ${bound(0).toFixed(1)} s`,
+        );
         assertNoKey(run);
       } finally {
         killAll(new Set([run.child.pid!]));
@@ -538,8 +614,7 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.ok(seconds < bound(SLOW_SECONDS), `verdict after ${seconds.toFixed(1)} s, more than ${bound(SLOW_SECONDS).toFixed(1)} s`);
       assert.equal(left, 0, 'sessions left running on the server');
       assertNoKey(run);
-    }),
-  );
+    }));
 
   test('9. SIGTERM to the command mid-run', () =>
     midRun(async ({ server, run, tree }) => {
@@ -559,8 +634,7 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.ok(seconds < bound(SLOW_SECONDS), `verdict after ${seconds.toFixed(1)} s, more than ${bound(SLOW_SECONDS).toFixed(1)} s`);
       assert.equal(left, 0, 'sessions left running on the server');
       assertNoKey(run);
-    }),
-  );
+    }));
 
   test('10. SIGKILL to the whole command mid-run, then cleanup', () =>
     midRun(async ({ server, run, tree, groups }) => {
@@ -570,14 +644,23 @@ describe('the command against hostile targets ends in bounded time, says what ha
       await until('every process of the run to end', () => running(tree.map((p) => p.pid)).length === 0, 5_000);
       assert.equal(signal, 'SIGKILL');
       const [jobId] = server.activeSessions().map((s) => s.jobId);
-      assert.ok(jobId, `a killed run leaves its session running; stopped on the server: ${JSON.stringify([...server.state.stopped.keys()])}; the run's output:\n${run.log().slice(-2000)}`);
+      assert.ok(
+        jobId,
+        `a killed run leaves its session running; stopped on the server: ${JSON.stringify([...server.state.stopped.keys()])}; the run's output:\n${run.log().slice(-2000)}`,
+      );
 
       const cleanupStarted = performance.now();
       const first = await runCommand(process.execPath, [BIN, 'cleanup'], run.env);
       const cleanupSeconds = (performance.now() - cleanupStarted) / 1000;
       const seconds = run.seconds();
       const left = server.activeSessions().length;
-      rows.push({ name: '10. SIGKILL to the whole command, cleanup', exit: `killed; cleanup ${first.code}`, seconds, left, message: lineOf(first.log, /^stopped/) });
+      rows.push({
+        name: '10. SIGKILL to the whole command, cleanup',
+        exit: `killed; cleanup ${first.code}`,
+        seconds,
+        left,
+        message: lineOf(first.log, /^stopped/),
+      });
       assert.equal(first.code, 0, first.log);
       assert.match(first.log, new RegExp(`^stopped\\s+${jobId} at ${server.url.replace(/\./g, '\\.')} \\(test owner-stop/answers-200\\)$`, 'm'));
       assert.equal(left, 0, 'sessions left running on the server after cleanup');
@@ -591,8 +674,7 @@ describe('the command against hostile targets ends in bounded time, says what ha
       await measured;
       assert.ok(cleanupSeconds < bound(0), `the cleanup took ${cleanupSeconds.toFixed(1)} s, more than ${bound(0).toFixed(1)} s`);
       assertNoKey(run, first.log, second.log);
-    }),
-  );
+    }));
 
   test("11. SIGKILL to the command's own process group: Playwright winds down by itself", () =>
     midRun(async ({ server, run, tree }) => {
@@ -612,6 +694,5 @@ describe('the command against hostile targets ends in bounded time, says what ha
       assert.equal(cleanup.code, 0, cleanup.log);
       assert.match(cleanup.log, /\/ledger\.jsonl: no session left open/);
       assertNoKey(run, cleanup.log);
-    }),
-  );
+    }));
 });

@@ -2,17 +2,18 @@
  * The ledger believes a refusal: a job every one of whose interacts was refused holds nothing, one
  * with an interact in flight or answered otherwise may hold a session, and each attempt has one outcome.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { tempDir } from './temp';
-import { Ledger } from '../src/domain/ledger';
-import { capHeldFlag, capsHeld, openingOf } from '../src/domain/cap-discovery';
+import { test } from 'node:test';
 import { lastStatusOf, RunError } from '../src/config/errors';
-import type { Client } from '../src/domain/client';
 import type { Answer } from '../src/domain/answer';
+import { capHeldFlag, capsHeld, openingOf } from '../src/domain/cap-discovery';
+import type { Client } from '../src/domain/client';
+import { Ledger } from '../src/domain/ledger';
 import type { Identity } from '../src/domain/target';
+import { tempDir } from './temp';
 
 const TARGET = 'http://target';
 const owner = { name: 'owner team' } as Identity;
@@ -86,7 +87,14 @@ test('a session stopped by answers without a charge is silent, its life from its
     { event: 'reported', at: '2026-01-01T00:00:05.000Z', target: TARGET, jobId, identity: owner.name },
     { event: 'created', at: '2026-01-01T00:00:06.000Z', target: TARGET, embedded: false, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name },
     { event: 'opening', at: '2026-01-01T00:00:06.100Z', target: TARGET, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name },
-    { event: 'settled', at: '2026-01-01T00:00:07.100Z', target: TARGET, jobId: '44444444-4444-4444-8444-444444444444', identity: owner.name, credits: 0.033333 },
+    {
+      event: 'settled',
+      at: '2026-01-01T00:00:07.100Z',
+      target: TARGET,
+      jobId: '44444444-4444-4444-8444-444444444444',
+      identity: owner.name,
+      credits: 0.033333,
+    },
     // A stop that said it billed 0: stated, not silent.
     { event: 'created', at: '2026-01-01T00:00:07.500Z', target: TARGET, embedded: false, jobId: '66666666-6666-4666-8666-666666666666', identity: owner.name },
     { event: 'opening', at: '2026-01-01T00:00:07.600Z', target: TARGET, jobId: '66666666-6666-4666-8666-666666666666', identity: owner.name },
@@ -97,10 +105,19 @@ test('a session stopped by answers without a charge is silent, its life from its
     { event: 'reported', at: '2026-01-01T00:00:09.100Z', target: TARGET, jobId: '55555555-5555-4555-8555-555555555555', identity: owner.name },
     { event: 'priced', at: '2026-01-01T00:00:10.100Z', target: TARGET, jobId: '55555555-5555-4555-8555-555555555555', identity: owner.name, credits: 0.033333 },
   ];
-  writeFileSync(ledger.file, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
+  writeFileSync(ledger.file, `${lines.map((line) => JSON.stringify(line)).join('\n')}\n`);
   const spending = ledger.spending(TARGET, owner.name);
-  assert.deepEqual(spending.silent, [{ jobId, lifeMs: 2_002, reports: 2 }, { jobId, lifeMs: 1_002, reports: 1 }]);
-  assert.deepEqual(spending.settlements.map(({ settled, reports }) => [settled.length, reports]), [[1, 1], [1, 1]]);
+  assert.deepEqual(spending.silent, [
+    { jobId, lifeMs: 2_002, reports: 2 },
+    { jobId, lifeMs: 1_002, reports: 1 },
+  ]);
+  assert.deepEqual(
+    spending.settlements.map(({ settled, reports }) => [settled.length, reports]),
+    [
+      [1, 1],
+      [1, 1],
+    ],
+  );
 });
 
 test('a cap that refused a team empty-handed is asked again: still refused for a cap, the slot is kept; a session opened, it was freed late; a rate refusal tells neither', async () => {
@@ -109,7 +126,19 @@ test('a cap that refused a team empty-handed is asked again: still refused for a
   // Raised long enough ago for each but the last, which never met the cap.
   const flags = new Map(teams.slice(0, 3).map((one) => [capHeldFlag(one), { what: `${one.name} refused`, at: Date.now() - 30_000 }]));
   const api = { coordination: { readShared: (name: string) => flags.get(name) }, signal: undefined } as unknown as Client;
-  const answer = (status: number, refusal?: Answer['refusal']) => ({ method: 'POST', path: '/v2/scrape/x/interact', status, headers: {}, text: '', body: undefined, sentAt: 0, receivedAt: 0, attempts: 1, refusal }) as Answer;
+  const answer = (status: number, refusal?: Answer['refusal']) =>
+    ({
+      method: 'POST',
+      path: '/v2/scrape/x/interact',
+      status,
+      headers: {},
+      text: '',
+      body: undefined,
+      sentAt: 0,
+      receivedAt: 0,
+      attempts: 1,
+      refusal,
+    }) as Answer;
   const asked: string[] = [];
   const held = await capsHeld(api, teams, true, async (as) => {
     asked.push(as.name);

@@ -2,12 +2,13 @@
  * The two kinds of 429 told apart from their words, and the schedule a team's limiter keeps: what a
  * refusal teaches, the places it gives, stops first.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { tempDir } from './temp';
-import { readRefusal } from '../src/http/limits';
-import { scheduleFor } from '../src/coordination/schedule';
+import { test } from 'node:test';
 import { parseRate } from '../src/config/rates';
+import { scheduleFor } from '../src/coordination/schedule';
+import { readRefusal } from '../src/http/limits';
+import { tempDir } from './temp';
 
 const FIRECRAWL_RATE =
   'Rate limit exceeded. Consumed (req/min): 11, Remaining (req/min): 0. Upgrade your plan at https://firecrawl.dev/pricing for increased rate limits or please retry after 13s, resets at Tue Sep 22 2026 10:21:38 GMT+0000';
@@ -17,7 +18,13 @@ test("the hosted service's words: a rate's refusal with its window, its wait and
   assert.deepEqual(readRefusal('You have reached the maximum number of concurrent jobs (2). Please wait for existing jobs to complete.', {}), { kind: 'cap' });
   assert.deepEqual(readRefusal('Concurrency limit exceeded: at most 2 browser sessions at once.', {}), { kind: 'cap' });
   // A window other than a minute, named the same way; Retry-After before the words.
-  assert.deepEqual(readRefusal('Rate limit exceeded. Consumed (req/5s): 11, Remaining (req/5s): 0. retry after 3s', { 'retry-after': '2' }), { kind: 'rate', windowMs: 5_000, resetMs: 2_000, consumed: 11, remaining: 0 });
+  assert.deepEqual(readRefusal('Rate limit exceeded. Consumed (req/5s): 11, Remaining (req/5s): 0. retry after 3s', { 'retry-after': '2' }), {
+    kind: 'rate',
+    windowMs: 5_000,
+    resetMs: 2_000,
+    consumed: 11,
+    remaining: 0,
+  });
   // Words that say nothing: the run judges from what it holds.
   assert.deepEqual(readRefusal('Too Many Requests', {}), {});
   assert.deepEqual(readRefusal('<html><body><h1>429 Too Many Requests</h1></body></html>', {}), {});
@@ -67,7 +74,11 @@ test("a refusal that names its window teaches the rate: the limiter's own count 
   // Sent at once: the request refused may have been sent before others the target counted first. Those sent before its answer came count.
   const atOnce = fresh();
   for (let i = 0; i < 20; i++) atOnce.sent(now - 50 + i);
-  assert.deepEqual(atOnce.learn(now - 48, readRefusal('Rate limit exceeded: 10 requests per second.', {}), now), { limit: 19, windowMs: 1_000, from: 'learnt from a 429 that names its window' });
+  assert.deepEqual(atOnce.learn(now - 48, readRefusal('Rate limit exceeded: 10 requests per second.', {}), now), {
+    limit: 19,
+    windowMs: 1_000,
+    from: 'learnt from a 429 that names its window',
+  });
 });
 
 test('once the rate is known, places keep to it: no more than the limit in any window, the room and the window judged from the log', async () => {
@@ -84,9 +95,18 @@ test('once the rate is known, places keep to it: no more than the limit in any w
   for (let i = 0; i < 6; i++) places.push((await schedule.admit(false, Date.now(), signal)).at);
   const all = [now - 50, now - 49, now - 48, ...places];
   // A refusal counted over another window keeps the stricter rate of the two: 100 a minute is stricter than 3 per 400 ms (450 a minute), 1,000 a minute is not.
-  assert.deepEqual(schedule.learn(Date.now(), { kind: 'rate', windowMs: 60_000, consumed: 1001, remaining: 0 }), { limit: 3, windowMs: 400, from: 'learnt from a 429 that names its window' });
-  assert.deepEqual(schedule.learn(Date.now(), { kind: 'rate', windowMs: 60_000, consumed: 101, remaining: 0 }), { limit: 100, windowMs: 60_000, from: 'learnt from a 429 that names its window' });
-  for (const at of all) assert.ok(all.filter((other) => other >= at && other < at + 400).length <= 3, `more than 3 places within 400 ms of ${at}: ${all.map((t) => t - now)}`);
+  assert.deepEqual(schedule.learn(Date.now(), { kind: 'rate', windowMs: 60_000, consumed: 1001, remaining: 0 }), {
+    limit: 3,
+    windowMs: 400,
+    from: 'learnt from a 429 that names its window',
+  });
+  assert.deepEqual(schedule.learn(Date.now(), { kind: 'rate', windowMs: 60_000, consumed: 101, remaining: 0 }), {
+    limit: 100,
+    windowMs: 60_000,
+    from: 'learnt from a 429 that names its window',
+  });
+  for (const at of all)
+    assert.ok(all.filter((other) => other >= at && other < at + 400).length <= 3, `more than 3 places within 400 ms of ${at}: ${all.map((t) => t - now)}`);
 });
 
 test('a refusal of a request that had its place widens the margin between places, doubling, up to 5 % of the window', async () => {

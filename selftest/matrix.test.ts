@@ -5,12 +5,13 @@
  * each failed test's reproduction must show its variant's fault again and pass on the reference.
  * MATRIX=full runs every rule against the faulty variants too (slower; shows every rule a fault trips).
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
-import { correctVariants, faultyVariants, orderFaults, variants } from './variants';
+import { test } from 'node:test';
+import { type MatrixRun, renderMatrix, runMatrix } from './matrix';
 import { productionVariants } from './production';
-import { renderMatrix, runMatrix, type MatrixRun } from './matrix';
 import { filesContaining } from './secrets';
+import { correctVariants, faultyVariants, orderFaults, variants } from './variants';
 
 function expectNoLeaks(run: MatrixRun) {
   const leaks = run.results.filter((r) => !r.variant.leaksSessions && r.activeSessions > 0).map((r) => `${r.variant.name}: ${r.activeSessions}`);
@@ -31,12 +32,28 @@ test('the suite catches every faulty variant by its rule, passes every correct o
   // Playwright runs every group of one set of worker options (a known-deviations file) before the next set's, in the order the sets first appear.
   const all = [...productionVariants, ...variants];
   const rank = (v: (typeof all)[number]) => (v.knownDeviations ? 0 : v.holdsPastAMinute ? 1 : !v.breaks || v.runsEveryRule ? 2 : 3);
-  const run = await runMatrix([...all].sort((a, b) => rank(a) - rank(b)), { full: process.env.MATRIX === 'full', severalSeeds: process.env.MATRIX === 'full', reproductions: process.env.MATRIX === 'full' ? 'all' : 'quickest' });
+  const run = await runMatrix(
+    [...all].sort((a, b) => rank(a) - rank(b)),
+    { full: process.env.MATRIX === 'full', severalSeeds: process.env.MATRIX === 'full', reproductions: process.env.MATRIX === 'full' ? 'all' : 'quickest' },
+  );
   const rerun = run.results.filter((r) => r.rerun).map((r) => r.variant.name);
-  console.log(`${renderMatrix(run)}\n${run.results.length} variants in ${(run.durationMs / 1000).toFixed(1)} s${rerun.length ? `; run again alone, a burst too slow or a test of their rule not verifiable the first time: ${rerun.join(', ')}` : ''}`);
+  console.log(
+    `${renderMatrix(run)}\n${run.results.length} variants in ${(run.durationMs / 1000).toFixed(1)} s${rerun.length ? `; run again alone, a burst too slow or a test of their rule not verifiable the first time: ${rerun.join(', ')}` : ''}`,
+  );
   const wrong = run.results
     .filter((r) => r.verdict !== 'ok')
-    .map((r) => `${r.variant.name}: ${r.verdict}\n    ${[r.problem, ...r.tests.filter((t) => t.outcome !== 'pass').slice(0, 3).map((t) => `${t.id} ${t.outcome}: ${t.note}`)].filter(Boolean).join('\n    ')}`);
+    .map(
+      (r) =>
+        `${r.variant.name}: ${r.verdict}\n    ${[
+          r.problem,
+          ...r.tests
+            .filter((t) => t.outcome !== 'pass')
+            .slice(0, 3)
+            .map((t) => `${t.id} ${t.outcome}: ${t.note}`),
+        ]
+          .filter(Boolean)
+          .join('\n    ')}`,
+    );
   assert.deepEqual(wrong, [], 'variants with the wrong outcome');
   // A minimal success body with an account: its billing and survival proofs priced through the account, the run-wide account check by its sessions' lives.
   const minimal = run.results.find((r) => r.variant.name === 'minimal-success-body')!.tests.filter((t) => t.outcome === 'not verifiable');
@@ -48,12 +65,20 @@ test('the suite catches every faulty variant by its rule, passes every correct o
   const RACE_UNTRIED = /COULD NOT TELL: the requests did not come as close together as in the run/;
   const faithful = (x: (typeof reproduced)[number]) => {
     const [onVariant, onReference] = x.output.split('\nagainst the reference:\n');
-    return (x.onVariant === 1 || (x.onVariant === 2 && RACE_UNTRIED.test(onVariant))) && (x.onReference === 0 || (x.onReference === 2 && RACE_UNTRIED.test(onReference ?? '')));
+    return (
+      (x.onVariant === 1 || (x.onVariant === 2 && RACE_UNTRIED.test(onVariant))) &&
+      (x.onReference === 0 || (x.onReference === 2 && RACE_UNTRIED.test(onReference ?? '')))
+    );
   };
-  const unfaithful = reproduced.filter((x) => !faithful(x)).map((x) => `${x.variant} ${x.test}: ${x.onVariant} on the variant, ${x.onReference} on the reference\n${x.output.slice(-1500)}`);
+  const unfaithful = reproduced
+    .filter((x) => !faithful(x))
+    .map((x) => `${x.variant} ${x.test}: ${x.onVariant} on the variant, ${x.onReference} on the reference\n${x.output.slice(-1500)}`);
   const decided = reproduced.filter((x) => x.onVariant === 1 && x.onReference === 0);
-  if (decided.length < reproduced.length) console.log(`${reproduced.length - decided.length} reproductions could not send their requests as close together as the run did`);
-  console.log(`${reproduced.length} reproductions replayed, of ${new Set(reproduced.map((x) => x.variant)).size} variants, in ${((run.replayMs ?? 0) / 1000).toFixed(1)} s`);
+  if (decided.length < reproduced.length)
+    console.log(`${reproduced.length - decided.length} reproductions could not send their requests as close together as the run did`);
+  console.log(
+    `${reproduced.length} reproductions replayed, of ${new Set(reproduced.map((x) => x.variant)).size} variants, in ${((run.replayMs ?? 0) / 1000).toFixed(1)} s`,
+  );
   assert.deepEqual(unfaithful, [], 'reproductions that do not show their fault again, or show one on the reference');
   assert.deepEqual(filesContaining(reproduced.map((x) => x.output).join('\n')), [], 'keys in what the reproductions printed');
   // By default each variant's quickest, at most two per test, not those of timing (MATRIX=full: every one).

@@ -6,15 +6,15 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tempDir } from './temp';
-import { planOf } from '../src/reproduction/plan';
 import path from 'node:path';
 import { createReferenceServer, loadTeams, type ReferenceServer } from '../reference/server';
-import { variants as catalogue, type Variant } from './variants';
-import { productionVariants } from './production';
-import { entryOf, filesOf, RULES, TEST_IDS, testIdOf, ruleOf, type RuleId, type TestId } from '../src/config/rules';
-import { outcomeOf, type Outcome } from '../src/report/verdict';
+import { entryOf, filesOf, RULES, type RuleId, ruleOf, TEST_IDS, type TestId, testIdOf } from '../src/config/rules';
 import { runFolder } from '../src/coordination/run-folder';
+import { type Outcome, outcomeOf } from '../src/report/verdict';
+import { planOf } from '../src/reproduction/plan';
+import { productionVariants } from './production';
+import { tempDir } from './temp';
+import { variants as catalogue, type Variant } from './variants';
 
 export interface TestOutcome {
   id: TestId;
@@ -59,7 +59,8 @@ const CODE_CACHE = path.join(ROOT, 'src', 'code-cache.cjs');
 export function isolatedEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, CONFORMANCE_IGNORE_DOTENV: '1', FORCE_COLOR: '0' };
   for (const name of Object.keys(env)) {
-    if (/^(BASE_URL|API_KEY|FOREIGN_API_KEY|BURST_API_KEY|KNOWN_DEVIATIONS|STRICT|REPORTS_DIR|CI|SEQUENCE_.*|CONFORMANCE_EMBEDDED_URL)$/.test(name)) delete env[name];
+    if (/^(BASE_URL|API_KEY|FOREIGN_API_KEY|BURST_API_KEY|KNOWN_DEVIATIONS|STRICT|REPORTS_DIR|CI|SEQUENCE_.*|CONFORMANCE_EMBEDDED_URL)$/.test(name))
+      delete env[name];
   }
   // A short search, against external targets too: these runs check the command, the matrix searches
   // each variant deeply (MATRIX_SETTINGS). A test that needs the defaults passes ''.
@@ -82,7 +83,15 @@ export function runCommand(command: string, args: string[], env: NodeJS.ProcessE
  * seconds shows) and one over two (a rate off by half shows), the default 2 s scrape gap (a clock
  * started at the scrape shows in the credits alone), and a fixed seed for the sequences rule.
  */
-const MATRIX_SETTINGS = { BILLING_HOLDS_MS: '450,850,2250', BILLING_MINUTE_HOLD_MS: '2750', SEQUENCE_SEED: '1', SEQUENCE_BUDGET: '400', BURST_PROOF_RATE: String(3 * 40), BURST_CONCURRENCY: '50', TEST_TIMEOUT_MS: '90000' };
+const MATRIX_SETTINGS = {
+  BILLING_HOLDS_MS: '450,850,2250',
+  BILLING_MINUTE_HOLD_MS: '2750',
+  SEQUENCE_SEED: '1',
+  SEQUENCE_BUDGET: '400',
+  BURST_PROOF_RATE: String(3 * 40),
+  BURST_CONCURRENCY: '50',
+  TEST_TIMEOUT_MS: '90000',
+};
 
 /**
  * Every variant's limit, unless it brings its own: 150 a second per team, and the burst team's
@@ -145,7 +154,10 @@ export async function runMatrix(variants: Variant[], options: MatrixOptions = {}
       (r.verdict === 'MISSED' && r.tests.some((t) => t.outcome === 'not verifiable' && ruleOf(t.id) === r.variant.breaks)),
   );
   if (!tooSlow.length) return run;
-  const again = await runMatrixOnce(tooSlow.map((r) => r.variant), options);
+  const again = await runMatrixOnce(
+    tooSlow.map((r) => r.variant),
+    options,
+  );
   const rerun = new Map(again.results.map((r) => [r.variant.name, { ...r, rerun: true }]));
   return {
     results: run.results.map((r) => rerun.get(r.variant.name) ?? r),
@@ -156,30 +168,63 @@ export async function runMatrix(variants: Variant[], options: MatrixOptions = {}
   };
 }
 
-async function runMatrixOnce(variants: Variant[], { full = false, rules, severalSeeds = false, env: extraEnv = {}, reproductions }: MatrixOptions = {}): Promise<MatrixRun> {
+async function runMatrixOnce(
+  variants: Variant[],
+  { full = false, rules, severalSeeds = false, env: extraEnv = {}, reproductions }: MatrixOptions = {},
+): Promise<MatrixRun> {
   const started = performance.now();
   const output = tempDir('conformance-matrix-');
   const servers: ReferenceServer[] = await Promise.all(variants.map((variant) => createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...variant.options })));
   try {
     const rulesOf = (variant: Variant) => rules ?? rulesFor(variant, full) ?? (Object.keys(RULES) as RuleId[]);
     const specs = variants.flatMap((variant, index) =>
-      writeSpecs(output, index, variant.name, rulesOf(variant), {
-        target: { baseURL: servers[index].url, embedded: true },
-        reproductionsFolder: path.join(output, 'reproductions', variant.name),
-        ...(variant.holdsPastAMinute ? { minuteHoldMs: 61_250 } : {}),
-        // The hosted service's variants differ in what their file declares, not in their orders of operations: one seed.
-        ...(!variant.breaks && !variant.knownDeviations && !variant.declaredReasons ? { sequenceSeeds: severalSeeds ? SEEDS_OF_CORRECT_VARIANTS : [SEEDS_OF_CORRECT_VARIANTS[index % SEEDS_OF_CORRECT_VARIANTS.length]], sequenceRuns: 20 } : {}),
-      }, variant.knownDeviations && path.join(ROOT, variant.knownDeviations), variant.sessionCap),
+      writeSpecs(
+        output,
+        index,
+        variant.name,
+        rulesOf(variant),
+        {
+          target: { baseURL: servers[index].url, embedded: true },
+          reproductionsFolder: path.join(output, 'reproductions', variant.name),
+          ...(variant.holdsPastAMinute ? { minuteHoldMs: 61_250 } : {}),
+          // The hosted service's variants differ in what their file declares, not in their orders of operations: one seed.
+          ...(!variant.breaks && !variant.knownDeviations && !variant.declaredReasons
+            ? {
+                sequenceSeeds: severalSeeds ? SEEDS_OF_CORRECT_VARIANTS : [SEEDS_OF_CORRECT_VARIANTS[index % SEEDS_OF_CORRECT_VARIANTS.length]],
+                sequenceRuns: 20,
+              }
+            : {}),
+        },
+        variant.knownDeviations && path.join(ROOT, variant.knownDeviations),
+        variant.sessionCap,
+      ),
     );
     // The bursts split between two processes, one at a time in each, beside the rest.
     const bursts = specs.filter((spec) => spec.burst).map((spec) => spec.file);
-    const parts = [{ part: 'rest', files: specs.filter((spec) => !spec.burst).map((spec) => spec.file) }, ...[0, 1].map((n) => ({ part: `burst-${n}`, files: bursts.filter((_, index) => index % 2 === n) }))].filter((p) => p.files.length);
+    const parts = [
+      { part: 'rest', files: specs.filter((spec) => !spec.burst).map((spec) => spec.file) },
+      ...[0, 1].map((n) => ({ part: `burst-${n}`, files: bursts.filter((_, index) => index % 2 === n) })),
+    ].filter((p) => p.files.length);
     // The variants' tests mostly wait (holds, the account's reads): fourteen workers for the rest keep two cores busy.
     const env = (part: string, files: string[]) =>
-      isolatedEnv({ NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${JSON.stringify(CODE_CACHE)}`.trim(), SELFTEST_SPECS: JSON.stringify(files), SELFTEST_OUTPUT: output, SELFTEST_PART: part, SELFTEST_WORKERS: part === 'rest' ? '14' : '1', REPORTS_DIR: output, BACKOFF_BUDGET_MS: '6000', REQUEST_TIMEOUT_MS: '30000', ...MATRIX_SETTINGS, ...extraEnv });
+      isolatedEnv({
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${JSON.stringify(CODE_CACHE)}`.trim(),
+        SELFTEST_SPECS: JSON.stringify(files),
+        SELFTEST_OUTPUT: output,
+        SELFTEST_PART: part,
+        SELFTEST_WORKERS: part === 'rest' ? '14' : '1',
+        REPORTS_DIR: output,
+        BACKOFF_BUDGET_MS: '6000',
+        REQUEST_TIMEOUT_MS: '30000',
+        ...MATRIX_SETTINGS,
+        ...extraEnv,
+      });
     const runs = await Promise.all(parts.map(({ part, files }) => runCommand(PLAYWRIGHT, ['test', '-c', 'selftest/variants.config.ts'], env(part, files))));
     const log = runs.map((run) => run.log).join('\n');
-    const byVariant = readReports(parts.map(({ part }) => path.join(output, `report-${part}.json`)), log);
+    const byVariant = readReports(
+      parts.map(({ part }) => path.join(output, `report-${part}.json`)),
+      log,
+    );
     const results = variants.map((variant, index): VariantResult => {
       const tests = byVariant.get(variant.name) ?? [];
       const caughtAs = variant.caughtAs ?? 'fail';
@@ -187,8 +232,18 @@ async function runMatrixOnce(variants: Variant[], { full = false, rules, several
       // Each test of the variant's rules once: a test that never ran, or ran for another variant too, is an error of the matrix.
       const ran = tests.map((test) => test.id).sort();
       const expected = TEST_IDS.filter((id) => rulesOf(variant).includes(ruleOf(id))).sort();
-      const problem = JSON.stringify(ran) === JSON.stringify(expected) ? undefined : `ran ${ran.length} tests of its rules where ${expected.length} were due: missing ${JSON.stringify(expected.filter((id) => !ran.includes(id)))}, twice ${JSON.stringify(ran.filter((id, i) => ran.indexOf(id) !== i))}, others ${JSON.stringify(ran.filter((id) => !expected.includes(id)))}`;
-      return { variant, caughtBy, tests, activeSessions: servers[index].activeSessions().length, verdict: problem ? 'RUN ERROR' : judge(variant, tests, caughtBy), problem };
+      const problem =
+        JSON.stringify(ran) === JSON.stringify(expected)
+          ? undefined
+          : `ran ${ran.length} tests of its rules where ${expected.length} were due: missing ${JSON.stringify(expected.filter((id) => !ran.includes(id)))}, twice ${JSON.stringify(ran.filter((id, i) => ran.indexOf(id) !== i))}, others ${JSON.stringify(ran.filter((id) => !expected.includes(id)))}`;
+      return {
+        variant,
+        caughtBy,
+        tests,
+        activeSessions: servers[index].activeSessions().length,
+        verdict: problem ? 'RUN ERROR' : judge(variant, tests, caughtBy),
+        problem,
+      };
     });
     const replayStarted = performance.now();
     if (reproductions) await replayReproductions(output, variants, results, reproductions);
@@ -236,13 +291,25 @@ async function replayReproductions(output: string, variants: Variant[], results:
   const jobs = variants.flatMap((variant, index) => {
     const folder = path.join(output, 'reproductions', variant.name);
     if (!existsSync(folder)) return [];
-    const all = readdirSync(folder, { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.mjs')).map((name) => ({ index, file: path.join(folder, name), test: name.replace(/\.mjs$/, '') }));
+    const all = readdirSync(folder, { recursive: true, encoding: 'utf8' })
+      .filter((name) => name.endsWith('.mjs'))
+      .map((name) => ({ index, file: path.join(folder, name), test: name.replace(/\.mjs$/, '') }));
     // Each variant's quickest, unless all are asked for: what the run spent on the test is about what its replay takes.
     return reproductions === 'all' ? all : [...all].sort((a, b) => recordedMs(a.file) - recordedMs(b.file)).slice(0, 1);
   });
   const replayOn = async (file: string, baseURL: string) => runCommand(process.execPath, [file], { PATH: process.env.PATH, BASE_URL: baseURL, ...keys });
   // The quickest of each variant's, then at most two of each test's, none past 20 s (a hold past a minute): every kind of reproduction, in a time npm test affords.
-  const chosen = reproductions === 'all' ? jobs : jobs.filter((job, index) => recordedMs(job.file) <= 20_000 && !TIMING_DEPENDENT.includes(job.test) && !variants[job.index].timingFault && !wholeSecondClock(variants[job.index]) && jobs.slice(0, index).filter((earlier) => earlier.test === job.test).length < 2);
+  const chosen =
+    reproductions === 'all'
+      ? jobs
+      : jobs.filter(
+          (job, index) =>
+            recordedMs(job.file) <= 20_000 &&
+            !TIMING_DEPENDENT.includes(job.test) &&
+            !variants[job.index].timingFault &&
+            !wholeSecondClock(variants[job.index]) &&
+            jobs.slice(0, index).filter((earlier) => earlier.test === job.test).length < 2,
+        );
   let next = 0;
   const worker = async () => {
     while (next < chosen.length) {
@@ -255,7 +322,13 @@ async function replayReproductions(output: string, variants: Variant[], results:
       const ms = performance.now() - replayStarted;
       const left = quiet.activeSessions().length;
       await Promise.all([fresh.close(), quiet.close()]);
-      (results[index].reproduced ??= []).push({ test, onVariant: onVariant.code, onReference: onReference.code, output: `against the variant:\n${onVariant.log}\nagainst the reference:\n${onReference.log}`, ms });
+      (results[index].reproduced ??= []).push({
+        test,
+        onVariant: onVariant.code,
+        onReference: onReference.code,
+        output: `against the variant:\n${onVariant.log}\nagainst the reference:\n${onReference.log}`,
+        ms,
+      });
       if (left) throw new Error(`the reproduction of ${test} left ${left} session(s) running on a correct target`);
     }
   };
@@ -269,36 +342,51 @@ async function replayReproductions(output: string, variants: Variant[], results:
  * so that they register their tests again, in a group named for the variant: a few workers then
  * serve every variant.
  */
-function writeSpecs(output: string, index: number, variant: string, rules: RuleId[], options: Record<string, unknown>, knownDeviationsFile?: string, sessionCap?: number): { burst: boolean; file: string }[] {
+function writeSpecs(
+  output: string,
+  index: number,
+  variant: string,
+  rules: RuleId[],
+  options: Record<string, unknown>,
+  knownDeviationsFile?: string,
+  sessionCap?: number,
+): { burst: boolean; file: string }[] {
   // Playwright takes files in the order of their paths: the variants' own order, so that the longest, given first, start first.
   const folder = path.join(output, 'specs', `${String(index).padStart(3, '0')}-${variant}`);
   mkdirSync(folder, { recursive: true });
-  const groups = [{ burst: false, rules: rules.filter((rule) => rule !== 'rate-limit') }, { burst: true, rules: rules.filter((rule) => rule === 'rate-limit') }];
-  return groups.filter((group) => group.rules.length).map(({ burst, rules: chosen }) => {
-    const file = path.join(folder, burst ? 'burst.spec.js' : 'rules.spec.js');
-    // A rule's tests that judge the whole run (the account) come after every other test of the variant.
-    const files = [...chosen.map((rule) => filesOf(rule)[0]), ...chosen.flatMap((rule) => filesOf(rule).slice(1))].map((file) => path.join(ROOT, 'tests', file));
-    writeFileSync(
-      file,
-      [
-        `// Rules ${chosen.join(', ')} against variant ${variant} (written by selftest/matrix.ts).`,
-        `const { test } = require(${JSON.stringify(path.join(ROOT, 'src', 'playwright', 'fixtures.ts'))});`,
-        // A worker option: a variant with its own known-deviations file gets workers of its own.
-        ...(knownDeviationsFile ? [`test.use({ knownDeviationsFile: ${JSON.stringify(knownDeviationsFile)} });`] : []),
-        ...(sessionCap ? [`test.use({ sessionCap: ${sessionCap} });`] : []),
-        `test.describe(${JSON.stringify(variant)}, () => {`,
-        `  test.describe.configure({ mode: 'default' });`,
-        `  test.use(${JSON.stringify(options)});`,
-        `  for (const file of ${JSON.stringify(files)}) {`,
-        '    delete require.cache[require.resolve(file)];',
-        '    require(file);',
-        '  }',
-        '});',
-        '',
-      ].join('\n'),
-    );
-    return { burst, file };
-  });
+  const groups = [
+    { burst: false, rules: rules.filter((rule) => rule !== 'rate-limit') },
+    { burst: true, rules: rules.filter((rule) => rule === 'rate-limit') },
+  ];
+  return groups
+    .filter((group) => group.rules.length)
+    .map(({ burst, rules: chosen }) => {
+      const file = path.join(folder, burst ? 'burst.spec.js' : 'rules.spec.js');
+      // A rule's tests that judge the whole run (the account) come after every other test of the variant.
+      const files = [...chosen.map((rule) => filesOf(rule)[0]), ...chosen.flatMap((rule) => filesOf(rule).slice(1))].map((file) =>
+        path.join(ROOT, 'tests', file),
+      );
+      writeFileSync(
+        file,
+        [
+          `// Rules ${chosen.join(', ')} against variant ${variant} (written by selftest/matrix.ts).`,
+          `const { test } = require(${JSON.stringify(path.join(ROOT, 'src', 'playwright', 'fixtures.ts'))});`,
+          // A worker option: a variant with its own known-deviations file gets workers of its own.
+          ...(knownDeviationsFile ? [`test.use({ knownDeviationsFile: ${JSON.stringify(knownDeviationsFile)} });`] : []),
+          ...(sessionCap ? [`test.use({ sessionCap: ${sessionCap} });`] : []),
+          `test.describe(${JSON.stringify(variant)}, () => {`,
+          `  test.describe.configure({ mode: 'default' });`,
+          `  test.use(${JSON.stringify(options)});`,
+          `  for (const file of ${JSON.stringify(files)}) {`,
+          '    delete require.cache[require.resolve(file)];',
+          '    require(file);',
+          '  }',
+          '});',
+          '',
+        ].join('\n'),
+      );
+      return { burst, file };
+    });
 }
 
 /** Test outcomes per variant (the group their spec file puts them in), from Playwright's JSON reports, judged as the summary reporter judges them. */
@@ -340,4 +428,3 @@ export function renderMatrix(run: MatrixRun): string {
   const line = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i])).join('  ');
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
-

@@ -80,7 +80,8 @@ export function today(faults: Faults = {}, jobCap = JOB_CAP): ReferenceOptions {
           if (job?.teamId === team.id && !state.sessions.has(jobId)) {
             if (state.stopped.has(jobId)) return base.error(410, 'This browser session has been destroyed.');
             const jobs = [...state.sessions.values()].filter((session) => session.teamId === team.id).length + (scraping.get(team.id) ?? 0);
-            if (jobs >= jobCap) return base.error(429, `You have reached the maximum number of concurrent jobs (${jobCap}). Please wait for existing jobs to complete.`);
+            if (jobs >= jobCap)
+              return base.error(429, `You have reached the maximum number of concurrent jobs (${jobCap}). Please wait for existing jobs to complete.`);
           }
           return base.interact(team, jobId, body);
         },
@@ -101,14 +102,34 @@ export function today(faults: Faults = {}, jobCap = JOB_CAP): ReferenceOptions {
           const prior = settled.get(jobId)!;
           if (faults.settleAgain) return { status: 200, body: settle(jobId, team.id, ended.startedAt) };
           const atOnce = state.clock() - prior.at < (faults.bothAtOnceCharged ? AT_ONCE_FAULTY_MS : AT_ONCE_MS);
-          if (faults.chargeAgain || (atOnce && faults.bothAtOnceCharged)) state.charges.push({ jobId, teamId: team.id, durationMs: Number(prior.body.sessionDurationMs), credits: Number(prior.body.creditsBilled), at: state.clock() });
+          if (faults.chargeAgain || (atOnce && faults.bothAtOnceCharged))
+            state.charges.push({
+              jobId,
+              teamId: team.id,
+              durationMs: Number(prior.body.sessionDurationMs),
+              credits: Number(prior.body.creditsBilled),
+              at: state.clock(),
+            });
           if (atOnce) return { status: 200, body: prior.body };
           return { status: 200, body: { success: true, status: 'stopped', cleanupQueued: true, creditsBilled: prior.body.creditsBilled } };
         },
         account(team) {
           const landed = state.clock() - LANDS_AFTER_MS;
-          const spent = [...state.charges, ...state.scrapes].filter((charge) => charge.teamId === team.id && charge.at <= landed).reduce((sum, charge) => sum + charge.credits, 0);
-          return { status: 200, body: { success: true, data: { remainingCredits: PLAN_CREDITS - spent, planCredits: PLAN_CREDITS, billingPeriodStart: '2026-11-01T00:00:00.000Z', billingPeriodEnd: '2026-12-01T00:00:00.000Z' } } };
+          const spent = [...state.charges, ...state.scrapes]
+            .filter((charge) => charge.teamId === team.id && charge.at <= landed)
+            .reduce((sum, charge) => sum + charge.credits, 0);
+          return {
+            status: 200,
+            body: {
+              success: true,
+              data: {
+                remainingCredits: PLAN_CREDITS - spent,
+                planCredits: PLAN_CREDITS,
+                billingPeriodStart: '2026-11-01T00:00:00.000Z',
+                billingPeriodEnd: '2026-12-01T00:00:00.000Z',
+              },
+            },
+          };
         },
         send(res: ServerResponse, reply) {
           const scraped = res.req.method === 'POST' && res.req.url === '/v2/scrape' && reply.status === 200;
@@ -168,7 +189,11 @@ export function onPlan(plan: Plan): ReferenceOptions {
         error(status, message, headers) {
           if (status !== 429 || !message.startsWith('Rate limit')) return production.error?.(status, message, headers) ?? base.error(status, message, headers);
           const secs = Math.round(refused.resetMs / 1000) || 1;
-          return base.error(429, `Rate limit exceeded. Consumed (req/${unit}): ${refused.consumed}, Remaining (req/${unit}): ${refused.remaining}. Upgrade your plan at https://firecrawl.dev/pricing for increased rate limits or please retry after ${secs}s, resets at ${new Date(Date.now() + refused.resetMs)}`, {});
+          return base.error(
+            429,
+            `Rate limit exceeded. Consumed (req/${unit}): ${refused.consumed}, Remaining (req/${unit}): ${refused.remaining}. Upgrade your plan at https://firecrawl.dev/pricing for increased rate limits or please retry after ${secs}s, resets at ${new Date(Date.now() + refused.resetMs)}`,
+            {},
+          );
         },
         scrape(team, body) {
           const reply = production.scrape!(team, body);
@@ -199,10 +224,16 @@ export const olderProduction: ReferenceOptions['behaviour'] = (base, state) => (
 });
 
 /** What the production file declares, as the failures it must excuse read without it: the clock, the billing rule, the scheme word. */
-export const DECLARED_IN_PRODUCTION_FILE = /sessionDurationMs -?[\d.]+ must lie in the measured interval|creditsBilled [\d.]+ must be 2 credits\/minute prorated by the second|a refusal is a 4xx: DELETE \S+ answered 200|\(credits, rule 2, @must\)/;
+export const DECLARED_IN_PRODUCTION_FILE =
+  /sessionDurationMs -?[\d.]+ must lie in the measured interval|creditsBilled [\d.]+ must be 2 credits\/minute prorated by the second|a refusal is a 4xx: DELETE \S+ answered 200|\(credits, rule 2, @must\)/;
 
 export const productionVariants: Variant[] = [
-  { name: 'production-today', knownDeviations: PRODUCTION_FILE, description: 'the hosted service as its source reads today, with its known-deviations file', options: today() },
+  {
+    name: 'production-today',
+    knownDeviations: PRODUCTION_FILE,
+    description: 'the hosted service as its source reads today, with its known-deviations file',
+    options: today(),
+  },
   {
     name: 'production-older',
     knownDeviations: PRODUCTION_FILE,
@@ -217,23 +248,55 @@ export const productionVariants: Variant[] = [
     description: 'the hosted service as it is today, without its known-deviations file: it fails for what the file declares, and for nothing else',
     options: today(),
   },
-  { name: 'production-repeat-stop-settles-again', breaks: 'stop-is-final', knownDeviations: PRODUCTION_FILE, description: 'settles a stopped session again at every later stop, with a new duration and charge', options: today({ settleAgain: true }) },
-  { name: 'production-stops-at-once-both-charged', breaks: 'stop-is-final', knownDeviations: PRODUCTION_FILE, description: 'answers two stops served at once with the one settlement, exactly alike, and charges the account for each', options: today({ bothAtOnceCharged: true }) },
+  {
+    name: 'production-repeat-stop-settles-again',
+    breaks: 'stop-is-final',
+    knownDeviations: PRODUCTION_FILE,
+    description: 'settles a stopped session again at every later stop, with a new duration and charge',
+    options: today({ settleAgain: true }),
+  },
+  {
+    name: 'production-stops-at-once-both-charged',
+    breaks: 'stop-is-final',
+    knownDeviations: PRODUCTION_FILE,
+    description: 'answers two stops served at once with the one settlement, exactly alike, and charges the account for each',
+    options: today({ bothAtOnceCharged: true }),
+  },
   {
     name: 'production-unpriced-stops-at-once-both-charged',
     breaks: 'stop-is-final',
     knownDeviations: PRODUCTION_FILE,
-    description: 'states no price in its scrape answers, answers two stops served at once alike, and charges the account for each: the scrapes\' price is measured through the account',
+    description:
+      "states no price in its scrape answers, answers two stops served at once alike, and charges the account for each: the scrapes' price is measured through the account",
     options: today({ bothAtOnceCharged: true, unpricedScrapes: true }),
   },
-  { name: 'production-repeat-stop-charged-again', breaks: 'stop-is-final', knownDeviations: PRODUCTION_FILE, description: 'answers every later stop exactly as production does (the earlier charge), and charges the account again', options: today({ chargeAgain: true }) },
-  { name: 'production-clock-off', breaks: 'billing', knownDeviations: PRODUCTION_FILE, description: 'reports and bills every session 2.5 s longer than its whole-second clock gives: more than the declared resolution', options: today({ clockOffMs: 2500 }) },
+  {
+    name: 'production-repeat-stop-charged-again',
+    breaks: 'stop-is-final',
+    knownDeviations: PRODUCTION_FILE,
+    description: 'answers every later stop exactly as production does (the earlier charge), and charges the account again',
+    options: today({ chargeAgain: true }),
+  },
+  {
+    name: 'production-clock-off',
+    breaks: 'billing',
+    knownDeviations: PRODUCTION_FILE,
+    description: 'reports and bills every session 2.5 s longer than its whole-second clock gives: more than the declared resolution',
+    options: today({ clockOffMs: 2500 }),
+  },
   {
     name: 'production-slow-release-502',
     breaks: 'owner-stop',
     knownDeviations: PRODUCTION_FILE,
-    description: "answers the first stop of each session 502 'Browser is still stopping' and bills nothing; a later stop settles it (the run must still stop every session)",
+    description:
+      "answers the first stop of each session 502 'Browser is still stopping' and bills nothing; a later stop settles it (the run must still stop every session)",
     options: today({ slowRelease: true }),
   },
-  { name: 'production-credit-high', breaks: 'billing', knownDeviations: PRODUCTION_FILE, description: 'bills one whole credit more than the declared rule gives', options: today({ extraCredits: 1 }) },
+  {
+    name: 'production-credit-high',
+    breaks: 'billing',
+    knownDeviations: PRODUCTION_FILE,
+    description: 'bills one whole credit more than the declared rule gives',
+    options: today({ extraCredits: 1 }),
+  },
 ];

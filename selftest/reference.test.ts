@@ -1,7 +1,7 @@
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { creditsFor } from '../reference/billing';
+import { test } from 'node:test';
 import { bearerToken } from '../reference/auth';
+import { creditsFor } from '../reference/billing';
 import { createRateLimiter } from '../reference/rate-limit';
 import { createReferenceServer, loadTeams } from '../reference/server';
 
@@ -45,7 +45,10 @@ test('auth: the bearer scheme is case-insensitive and needs exactly one token', 
 test('rate limiter: a fixed window per key, with Retry-After until the window ends, then recovery', () => {
   let now = 0;
   const take = createRateLimiter({ limit: 3, windowMs: 1000 }, () => now);
-  assert.deepEqual([take('a'), take('a'), take('a')].map((d) => d.allowed), [true, true, true]);
+  assert.deepEqual(
+    [take('a'), take('a'), take('a')].map((d) => d.allowed),
+    [true, true, true],
+  );
   now = 200;
   assert.deepEqual(take('a'), { allowed: false, retryAfterSeconds: 1 });
   assert.equal(take('b').allowed, true, 'another key has its own window');
@@ -80,23 +83,26 @@ async function provision(url: string) {
 
 test('stop: owner 200 with duration and credits from the injected clock, then 404; foreign 403 leaves it running', async () => {
   let now = 0;
-  await withServer(async (url, server) => {
-    const jobId = await provision(url);
-    const forbidden = await fetch(`${url}/v2/scrape/${jobId}/interact`, { method: 'DELETE', headers: auth(foreign.keys[0]) });
-    assert.equal(forbidden.status, 403);
-    assert.deepEqual(await forbidden.json(), { success: false, error: 'Forbidden.' });
-    assert.equal(server.activeSessions().length, 1);
-    now = 61_000;
-    const stop = await fetch(`${url}/v2/scrape/${jobId}/interact`, { method: 'DELETE', headers: auth(owner.keys[0]) });
-    assert.equal(stop.status, 200);
-    assert.equal(stop.headers.get('content-type'), 'application/json');
-    assert.deepEqual(await stop.json(), { success: true, sessionDurationMs: 61_000, creditsBilled: 2.033333 });
-    assert.equal(server.activeSessions().length, 0);
-    assert.equal(server.creditsBilled(owner.id), 2.033333);
-    const again = await fetch(`${url}/v2/scrape/${jobId}/interact`, { method: 'DELETE', headers: auth(owner.keys[0]) });
-    assert.equal(again.status, 404);
-    assert.equal(server.creditsBilled(), 2.033333, 'no second charge');
-  }, () => now);
+  await withServer(
+    async (url, server) => {
+      const jobId = await provision(url);
+      const forbidden = await fetch(`${url}/v2/scrape/${jobId}/interact`, { method: 'DELETE', headers: auth(foreign.keys[0]) });
+      assert.equal(forbidden.status, 403);
+      assert.deepEqual(await forbidden.json(), { success: false, error: 'Forbidden.' });
+      assert.equal(server.activeSessions().length, 1);
+      now = 61_000;
+      const stop = await fetch(`${url}/v2/scrape/${jobId}/interact`, { method: 'DELETE', headers: auth(owner.keys[0]) });
+      assert.equal(stop.status, 200);
+      assert.equal(stop.headers.get('content-type'), 'application/json');
+      assert.deepEqual(await stop.json(), { success: true, sessionDurationMs: 61_000, creditsBilled: 2.033333 });
+      assert.equal(server.activeSessions().length, 0);
+      assert.equal(server.creditsBilled(owner.id), 2.033333);
+      const again = await fetch(`${url}/v2/scrape/${jobId}/interact`, { method: 'DELETE', headers: auth(owner.keys[0]) });
+      assert.equal(again.status, 404);
+      assert.equal(server.creditsBilled(), 2.033333, 'no second charge');
+    },
+    () => now,
+  );
 });
 
 test('stop: two simultaneous stops of one session give exactly one 200 with a charge and one 404', async () => {

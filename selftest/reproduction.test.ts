@@ -4,40 +4,66 @@
  * no key, a trace's arguments are written as data, never as a caller, and a request the run sent
  * into the team's rate limit goes into it again.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { test } from 'node:test';
+import { createReferenceServer } from '../reference/server';
 import type { Settings } from '../src/config/settings';
 import type { Answer } from '../src/domain/answer';
+import { keysOf } from '../src/domain/target';
+import { composeHistory } from '../src/reproduction/compose';
+import { type Plan, planOf } from '../src/reproduction/plan';
+import { replaySteps, reproduce } from '../src/reproduction/runner';
 import { Trace } from '../src/reproduction/trace';
 import { writeReproduction } from '../src/reproduction/write';
-import { planOf, type Plan } from '../src/reproduction/plan';
-import { composeHistory } from '../src/reproduction/compose';
-import { replaySteps, reproduce } from '../src/reproduction/runner';
-import { createReferenceServer } from '../reference/server';
-import { keysOf } from '../src/domain/target';
-import { variants } from './variants';
-import { SECRETS } from './secrets';
 import { isolatedEnv, ROOT, runCommand } from './matrix';
+import { SECRETS } from './secrets';
+import { variants } from './variants';
 
 type Expect = (actual: unknown, message?: string) => any;
 
 const stop = { success: true, sessionDurationMs: 1250, creditsBilled: 0.041667 };
 const CASES: [string, (expect: Expect) => void][] = [
-  ['toBe', (e) => e(200).toBe(200)], ['toBe, another value', (e) => e(404).toBe(200)], ['toBe, NaN', (e) => e(NaN).toBe(NaN)], ['toBe, 0 and -0', (e) => e(-0).toBe(0)], ['toBe, an equal object', (e) => e({}).toBe({})],
-  ['not.toBe', (e) => e(undefined).not.toBe(true)], ['not.toBe, the same', (e) => e(true).not.toBe(true)],
-  ['>=', (e) => e(3).toBeGreaterThanOrEqual(3)], ['>=, below', (e) => e(2.9).toBeGreaterThanOrEqual(3)], ['>=, a string', (e) => e('5').toBeGreaterThanOrEqual(3)],
-  ['<=', (e) => e(3).toBeLessThanOrEqual(3)], ['<=, above', (e) => e(3.1).toBeLessThanOrEqual(3)], ['<=, null', (e) => e(null).toBeLessThanOrEqual(3)],
-  ['<', (e) => e(499).toBeLessThan(500)], ['<, equal', (e) => e(500).toBeLessThan(500)], ['<, NaN', (e) => e(NaN).toBeLessThan(500)], ['>', (e) => e(1).toBeGreaterThan(0)], ['>, equal', (e) => e(0).toBeGreaterThan(0)],
-  ['toBeOneOf', (e) => e(404).toBeOneOf([200, 404])], ['toBeOneOf, another value', (e) => e(502).toBeOneOf([200, 404])], ['toBeOneOf, a string', (e) => e('404').toBeOneOf([200, 404])],
-  ['toContain', (e) => e([200, 404]).toContain(404)], ['toContain, missing', (e) => e([200, 404]).toContain(500)], ['toContain, a string', (e) => e('a 404 answer').toContain('404')],
-  ['toEqual []', (e) => e([]).toEqual([])], ['toEqual [], not empty', (e) => e(['creditsBilled']).toEqual([])], ['toEqual, an object', (e) => e({ a: 1 }).toEqual({ a: 1 })], ['toEqual, another object', (e) => e({ a: 1 }).toEqual({ a: 2 })],
-  ['toMatch', (e) => e('application/json; charset=utf-8').toMatch(/^application\/json\s*(;.*)?$/i)], ['toMatch, failing', (e) => e('text/html').toMatch(/^application\/json/)], ['toMatch, undefined', (e) => e(undefined).toMatch(/json/)],
-  ['toBeUndefined', (e) => e(undefined).toBeUndefined()], ['toBeUndefined, a value', (e) => e('x').toBeUndefined()],
-  ['toMatchSchema', (e) => e(stop).toMatchSchema('stop-result')], ['toMatchSchema, breaking it', (e) => e({ ...stop, success: 'yes' }).toMatchSchema('stop-result')],
-  ['toMatchSchema, an error', (e) => e({ success: false, error: 'Forbidden.' }).toMatchSchema('error')], ['toMatchSchema, a multi-line error', (e) => e({ success: false, error: 'a\nb' }).toMatchSchema('error')],
+  ['toBe', (e) => e(200).toBe(200)],
+  ['toBe, another value', (e) => e(404).toBe(200)],
+  ['toBe, NaN', (e) => e(NaN).toBe(NaN)],
+  ['toBe, 0 and -0', (e) => e(-0).toBe(0)],
+  ['toBe, an equal object', (e) => e({}).toBe({})],
+  ['not.toBe', (e) => e(undefined).not.toBe(true)],
+  ['not.toBe, the same', (e) => e(true).not.toBe(true)],
+  ['>=', (e) => e(3).toBeGreaterThanOrEqual(3)],
+  ['>=, below', (e) => e(2.9).toBeGreaterThanOrEqual(3)],
+  ['>=, a string', (e) => e('5').toBeGreaterThanOrEqual(3)],
+  ['<=', (e) => e(3).toBeLessThanOrEqual(3)],
+  ['<=, above', (e) => e(3.1).toBeLessThanOrEqual(3)],
+  ['<=, null', (e) => e(null).toBeLessThanOrEqual(3)],
+  ['<', (e) => e(499).toBeLessThan(500)],
+  ['<, equal', (e) => e(500).toBeLessThan(500)],
+  ['<, NaN', (e) => e(NaN).toBeLessThan(500)],
+  ['>', (e) => e(1).toBeGreaterThan(0)],
+  ['>, equal', (e) => e(0).toBeGreaterThan(0)],
+  ['toBeOneOf', (e) => e(404).toBeOneOf([200, 404])],
+  ['toBeOneOf, another value', (e) => e(502).toBeOneOf([200, 404])],
+  ['toBeOneOf, a string', (e) => e('404').toBeOneOf([200, 404])],
+  ['toContain', (e) => e([200, 404]).toContain(404)],
+  ['toContain, missing', (e) => e([200, 404]).toContain(500)],
+  ['toContain, a string', (e) => e('a 404 answer').toContain('404')],
+  ['toEqual []', (e) => e([]).toEqual([])],
+  ['toEqual [], not empty', (e) => e(['creditsBilled']).toEqual([])],
+  ['toEqual, an object', (e) => e({ a: 1 }).toEqual({ a: 1 })],
+  ['toEqual, another object', (e) => e({ a: 1 }).toEqual({ a: 2 })],
+  ['toMatch', (e) => e('application/json; charset=utf-8').toMatch(/^application\/json\s*(;.*)?$/i)],
+  ['toMatch, failing', (e) => e('text/html').toMatch(/^application\/json/)],
+  ['toMatch, undefined', (e) => e(undefined).toMatch(/json/)],
+  ['toBeUndefined', (e) => e(undefined).toBeUndefined()],
+  ['toBeUndefined, a value', (e) => e('x').toBeUndefined()],
+  ['toMatchSchema', (e) => e(stop).toMatchSchema('stop-result')],
+  ['toMatchSchema, breaking it', (e) => e({ ...stop, success: 'yes' }).toMatchSchema('stop-result')],
+  ['toMatchSchema, an error', (e) => e({ success: false, error: 'Forbidden.' }).toMatchSchema('error')],
+  ['toMatchSchema, a multi-line error', (e) => e({ success: false, error: 'a\nb' }).toMatchSchema('error')],
 ];
 
 test("a reproduction's expect agrees with Playwright's on every matcher the named checks use, and says what it expected", async () => {
@@ -51,7 +77,12 @@ test("a reproduction's expect agrees with Playwright's on every matcher the name
       return 'fail';
     }
   };
-  for (const [name, check] of CASES) assert.equal(outcome(() => check(reproduction)), outcome(() => check(run as Expect)), name);
+  for (const [name, check] of CASES)
+    assert.equal(
+      outcome(() => check(reproduction)),
+      outcome(() => check(run as Expect)),
+      name,
+    );
   assert.throws(() => reproduction(404, 'status').toBe(200), /status[\s\S]*Expected: 200[\s\S]*Received: 404/);
   assert.throws(() => reproduction(502, 'status').toBeOneOf([200, 404]), /status[\s\S]*Expected: one of \[200, 404\]\nReceived: 502/);
 });
@@ -59,13 +90,35 @@ test("a reproduction's expect agrees with Playwright's on every matcher the name
 test('a reproduction is one file of at most 400 KB, without Playwright or a key; a caller is never written into it', async () => {
   const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'reproduction-'));
   const trace = new Trace();
-  const answer: Answer = { method: 'DELETE', path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact', status: 404, headers: {}, text: `{"success":false,"error":"x"}`, body: { success: false, error: 'x' }, sentAt: 1, receivedAt: 2, attempts: 1 };
+  const answer: Answer = {
+    method: 'DELETE',
+    path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact',
+    status: 404,
+    headers: {},
+    text: `{"success":false,"error":"x"}`,
+    body: { success: false, error: 'x' },
+    sentAt: 1,
+    receivedAt: 2,
+    attempts: 1,
+  };
   const owner = { name: 'owner team', role: 'owner', authorization: `Bearer ${SECRETS[0]}`, owner: true as const };
   trace.record(answer, { method: 'DELETE', path: answer.path, as: owner });
   assert.throws(() => trace.serialize({ as: owner }), /a caller cannot be written/);
   // The embedded reference is recorded by name: its port changes each run.
-  const settings = { reportsDir, embedded: true, baseURL: 'http://127.0.0.1:43210', requestTimeoutMs: 10_000, maxBodyBytes: 1_000_000, backoffBudgetMs: 6_000 } as Settings;
-  const file = await writeReproduction(settings, { testId: 'unknown-job/random-uuid', title: 'a title', trace, failures: [{ check: 'status', judge: 'status', outcome: 'failed', message: 'm', answers: [], call: { judge: 'status', args: [answer, 200] } }] });
+  const settings = {
+    reportsDir,
+    embedded: true,
+    baseURL: 'http://127.0.0.1:43210',
+    requestTimeoutMs: 10_000,
+    maxBodyBytes: 1_000_000,
+    backoffBudgetMs: 6_000,
+  } as Settings;
+  const file = await writeReproduction(settings, {
+    testId: 'unknown-job/random-uuid',
+    title: 'a title',
+    trace,
+    failures: [{ check: 'status', judge: 'status', outcome: 'failed', message: 'm', answers: [], call: { judge: 'status', args: [answer, 200] } }],
+  });
   const text = readFileSync(file!, 'utf8');
   assert.ok(text.length < 400_000, `${text.length} characters`);
   assert.doesNotMatch(text, /@playwright|playwright-core|127\.0\.0\.1/);
@@ -83,9 +136,42 @@ test("a stop the run sent into the team's rate limit is sent into it again: a ta
     test: 'authentication/basic-scheme',
     title: 'a title',
     steps: [
-      { seq: 0, method: 'POST', path: '/v2/scrape', data: { url: 'https://example.com' }, as: 'owner', on429: 'retry', sentAt: 0, receivedAt: 2, status: 200, createdJob: '3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b' },
-      { seq: 1, method: 'POST', path: stopPath, data: { code: '1', language: 'node' }, as: 'owner', on429: 'retry', provisions: true, sentAt: 3, receivedAt: 5, status: 200 },
-      { seq: 2, method: 'DELETE', path: stopPath, as: 'owner', connection: 1, on429: 'retry', sentAt: 6, receivedAt: 1100, status: 200, ...(limited ? { limited: true as const } : {}) },
+      {
+        seq: 0,
+        method: 'POST',
+        path: '/v2/scrape',
+        data: { url: 'https://example.com' },
+        as: 'owner',
+        on429: 'retry',
+        sentAt: 0,
+        receivedAt: 2,
+        status: 200,
+        createdJob: '3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b',
+      },
+      {
+        seq: 1,
+        method: 'POST',
+        path: stopPath,
+        data: { code: '1', language: 'node' },
+        as: 'owner',
+        on429: 'retry',
+        provisions: true,
+        sentAt: 3,
+        receivedAt: 5,
+        status: 200,
+      },
+      {
+        seq: 2,
+        method: 'DELETE',
+        path: stopPath,
+        as: 'owner',
+        connection: 1,
+        on429: 'retry',
+        sentAt: 6,
+        receivedAt: 1100,
+        status: 200,
+        ...(limited ? { limited: true as const } : {}),
+      },
     ],
     checks: [{ check: 'status', judge: 'status', args: [{ $answer: 2 }, 200], message: 'in the run' }],
     schemeWordIgnored: false,
@@ -101,7 +187,11 @@ test("a stop the run sent into the team's rate limit is sent into it again: a ta
     assert.match(lines.join('\n'), /met the team's rate limit after \d+/);
     assert.equal(await reproduce(plan(true), env(servers[1]), () => {}), 0, 'a correct target');
     assert.equal(await reproduce(plan(false), env(servers[0]), () => {}), 0, 'without the limit, the fault does not show');
-    assert.deepEqual(servers.map((server) => server.activeSessions().length), [0, 0], 'no session left');
+    assert.deepEqual(
+      servers.map((server) => server.activeSessions().length),
+      [0, 0],
+      'no session left',
+    );
   } finally {
     await Promise.all(servers.map((server) => server.close()));
   }
@@ -115,8 +205,30 @@ test('a race the replay cannot send as close as the run did is no verdict (exit 
     test: 'stop-is-final/second-stop',
     title: 'a title',
     steps: [
-      { seq: 0, method: 'POST', path: '/v2/scrape', data: { url: 'https://example.com' }, as: 'owner', on429: 'retry', sentAt: 0, receivedAt: 2, status: 200, createdJob: job },
-      { seq: 1, method: 'POST', path: stopPath, data: { code: '1', language: 'node' }, as: 'owner', on429: 'retry', provisions: true, sentAt: 3, receivedAt: 5, status: 200 },
+      {
+        seq: 0,
+        method: 'POST',
+        path: '/v2/scrape',
+        data: { url: 'https://example.com' },
+        as: 'owner',
+        on429: 'retry',
+        sentAt: 0,
+        receivedAt: 2,
+        status: 200,
+        createdJob: job,
+      },
+      {
+        seq: 1,
+        method: 'POST',
+        path: stopPath,
+        data: { code: '1', language: 'node' },
+        as: 'owner',
+        on429: 'retry',
+        provisions: true,
+        sentAt: 3,
+        receivedAt: 5,
+        status: 200,
+      },
       { seq: 2, method: 'DELETE', path: stopPath, as: 'owner', on429: 'retry', sentAt: 6, receivedAt: 8, status: 200 },
       { seq: 3, method: 'DELETE', path: stopPath, as: 'owner', on429: 'retry', sentAt: 9, receivedAt: 60, status: 200 },
     ],
@@ -136,27 +248,49 @@ test('a race the replay cannot send as close as the run did is no verdict (exit 
     };
     const lines: string[] = [];
     assert.equal(await reproduce(plan, env(servers[0]), busy(lines)), 2, lines.join('\n'));
-    assert.match(lines.join('\n'), /COULD NOT TELL: the requests did not come as close together as in the run \(#3 went \d+ ms after the answer it waited for, where in the run at most 54 ms passed/);
+    assert.match(
+      lines.join('\n'),
+      /COULD NOT TELL: the requests did not come as close together as in the run \(#3 went \d+ ms after the answer it waited for, where in the run at most 54 ms passed/,
+    );
     assert.equal(await reproduce(plan, env(servers[1]), busy([])), 2, 'a correct target, late: no verdict either');
     const quick: string[] = [];
     assert.equal(await reproduce(plan, env(servers[0]), (line) => quick.push(line)), 1, quick.join('\n'));
     assert.equal(await reproduce(plan, env(servers[1]), () => {}), 0, 'a correct target, as close as the run');
     // The faulty target ends its sessions 100 ms after their stop.
     await new Promise((resolve) => setTimeout(resolve, 150));
-    assert.deepEqual(servers.map((server) => server.activeSessions().length), [0, 0], 'no session left');
+    assert.deepEqual(
+      servers.map((server) => server.activeSessions().length),
+      [0, 0],
+      'no session left',
+    );
   } finally {
     await Promise.all(servers.map((server) => server.close()));
   }
 });
 
 test('the requests the run sent while a request went into the limit wait for its drain, and still go at once with it', async () => {
-  const stop = (seq: number, sentAt: number, limited: boolean) => ({ seq, method: 'DELETE', path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact', as: 'owner', on429: 'retry' as const, sentAt, receivedAt: sentAt + 100, status: 200, ...(limited ? { limited: true as const } : {}) });
+  const stop = (seq: number, sentAt: number, limited: boolean) => ({
+    seq,
+    method: 'DELETE',
+    path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact',
+    as: 'owner',
+    on429: 'retry' as const,
+    sentAt,
+    receivedAt: sentAt + 100,
+    status: 200,
+    ...(limited ? { limited: true as const } : {}),
+  });
   const sent: number[] = [];
   const start = performance.now();
-  await replaySteps([stop(0, 0, true), stop(1, 10, false), stop(2, 500, false)], async (step) => {
-    sent[step.seq] = performance.now() - start;
-    return { receivedAt: performance.now() } as Answer;
-  }, [], () => new Promise((resolve) => setTimeout(resolve, 300)));
+  await replaySteps(
+    [stop(0, 0, true), stop(1, 10, false), stop(2, 500, false)],
+    async (step) => {
+      sent[step.seq] = performance.now() - start;
+      return { receivedAt: performance.now() } as Answer;
+    },
+    [],
+    () => new Promise((resolve) => setTimeout(resolve, 300)),
+  );
   assert.ok(sent[0] >= 290 && sent[1] >= 290, `both after the drain: ${sent.map(Math.round)}`);
   assert.ok(Math.abs(sent[1] - sent[0]) < 60, `at once: ${sent.map(Math.round)}`);
   assert.ok(sent[2] - sent[0] >= 380, `the next after its pause: ${sent.map(Math.round)}`);
@@ -167,7 +301,17 @@ test("a history's reproduction keeps the request each of its kept-alive connecti
   const owner = { name: 'owner team', role: 'owner', authorization: 'Bearer x', owner: true as const };
   const noKey = { name: 'no key', role: 'noKey', withoutValidKey: true as const };
   const connection = {};
-  const answer = (method: string, path: string, at: number, body?: Record<string, unknown>): Answer => ({ method, path, status: 200, headers: {}, text: '', body, sentAt: at, receivedAt: at + 1, attempts: 1 });
+  const answer = (method: string, path: string, at: number, body?: Record<string, unknown>): Answer => ({
+    method,
+    path,
+    status: 200,
+    headers: {},
+    text: '',
+    body,
+    sentAt: at,
+    receivedAt: at + 1,
+    attempts: 1,
+  });
   const [jobA, jobB] = ['3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b', '4e3b2d5f-9c8e-4f70-8b1c-2d3e4f5a6b7c'];
   const record = (method: string, path: string, at: number, as: object, extra: Record<string, unknown> = {}, body?: Record<string, unknown>) => {
     const one = answer(method, path, at, body);
@@ -181,15 +325,31 @@ test("a history's reproduction keeps the request each of its kept-alive connecti
   const refused = record('DELETE', `/v2/scrape/${jobB}/interact`, 40, noKey, { connection });
   const composed = composeHistory(trace, { call: { judge: 'modelRefusedStop', args: [refused, undefined, []] }, from: 2, to: 5 })!;
   const steps = composed.steps as { seq: number; method: string; path: string; as: string; connection?: number; provisions?: true }[];
-  assert.deepEqual(steps.map((step) => `${step.method} ${step.as} ${step.connection ?? '-'}`), ['DELETE owner 1', 'POST owner -', 'POST owner -', 'DELETE noKey 1'], 'the owner\'s earlier request on that connection comes first');
+  assert.deepEqual(
+    steps.map((step) => `${step.method} ${step.as} ${step.connection ?? '-'}`),
+    ['DELETE owner 1', 'POST owner -', 'POST owner -', 'DELETE noKey 1'],
+    "the owner's earlier request on that connection comes first",
+  );
   assert.ok(steps[0].path.includes(jobA));
   assert.deepEqual(composed.checks[0].args[0], { $answer: 3 });
 });
 
 test("the account's reproduction tells a session opened again on a job from its first one, even with the same figures", async () => {
-  const { runJudge } = await import('../src/domain/named-checks').then((module) => ({ runJudge: (judge: string, args: unknown[]) => module.runCheck({ judge, args } as never) }));
+  const { runJudge } = await import('../src/domain/named-checks').then((module) => ({
+    runJudge: (judge: string, args: unknown[]) => module.runCheck({ judge, args } as never),
+  }));
   const at = { n: 0 };
-  const answer = (method: string, path: string, status: number, body?: Record<string, unknown>): Answer => ({ method, path, status, headers: {}, text: '', body, sentAt: ++at.n, receivedAt: ++at.n, attempts: 1 });
+  const answer = (method: string, path: string, status: number, body?: Record<string, unknown>): Answer => ({
+    method,
+    path,
+    status,
+    headers: {},
+    text: '',
+    body,
+    sentAt: ++at.n,
+    receivedAt: ++at.n,
+    attempts: 1,
+  });
   const job = '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact';
   const reading = (remaining: number) => answer('GET', '/v2/team/credit-usage', 200, { data: { remainingCredits: remaining } });
   const settled = { success: true, status: 'stopped', sessionDurationMs: 1000, creditsBilled: 0.033333 };
@@ -209,7 +369,11 @@ test("the account's reproduction tells a session opened again on a job from its 
   };
   assert.equal(judged([opened, reopened]), 'pass', 'two sessions, each charged once');
   assert.equal(judged([opened, reopened], false), 'pass', 'the account alone (the run replaying the sessions it blames) tells them apart too');
-  assert.match(String(judged([opened])), /exactly what this session settled again/, 'without the interact between, the second answer repeats the first settlement, and the account was charged for it again');
+  assert.match(
+    String(judged([opened])),
+    /exactly what this session settled again/,
+    'without the interact between, the second answer repeats the first settlement, and the account was charged for it again',
+  );
 });
 
 test('replay says which target and when its reproductions were made, and refuses another target (exit 2) unless told to go on with --any-target', async () => {
@@ -218,24 +382,63 @@ test('replay says which target and when its reproductions were made, and refuses
   try {
     // A stop of an unknown job, which the run is said to have wanted answered 200: every correct target still fails it.
     const trace = new Trace();
-    const answer: Answer = { method: 'DELETE', path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact', status: 404, headers: {}, text: '{}', body: {}, sentAt: 1, receivedAt: 2, attempts: 1 };
+    const answer: Answer = {
+      method: 'DELETE',
+      path: '/v2/scrape/3f2a1c4e-8b7d-4e6f-9a0b-1c2d3e4f5a6b/interact',
+      status: 404,
+      headers: {},
+      text: '{}',
+      body: {},
+      sentAt: 1,
+      receivedAt: 2,
+      attempts: 1,
+    };
     trace.record(answer, { method: 'DELETE', path: answer.path, as: { name: 'owner team', role: 'owner', authorization: 'Bearer x', owner: true } });
-    const settings = { reportsDir, baseURL: servers[0].url, embedded: false, requestTimeoutMs: 10_000, maxBodyBytes: 1_000_000, backoffBudgetMs: 6_000 } as Settings;
-    const file = await writeReproduction(settings, { testId: 'unknown-job/random-uuid', title: 'a title', trace, failures: [{ check: 'status', judge: 'status', outcome: 'failed', message: 'm', answers: [], call: { judge: 'status', args: [answer, 200] } }] });
+    const settings = {
+      reportsDir,
+      baseURL: servers[0].url,
+      embedded: false,
+      requestTimeoutMs: 10_000,
+      maxBodyBytes: 1_000_000,
+      backoffBudgetMs: 6_000,
+    } as Settings;
+    const file = await writeReproduction(settings, {
+      testId: 'unknown-job/random-uuid',
+      title: 'a title',
+      trace,
+      failures: [{ check: 'status', judge: 'status', outcome: 'failed', message: 'm', answers: [], call: { judge: 'status', args: [answer, 200] } }],
+    });
     assert.equal(planOf(readFileSync(file!, 'utf8')).made?.target, servers[0].url);
     const { apiKey, foreignApiKey } = keysOf({ baseURL: servers[0].url, embedded: true }, {} as Settings);
-    const replay = (url: string, ...args: string[]) => runCommand(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'replay', reportsDir, ...args], isolatedEnv({ BASE_URL: url, API_KEY: apiKey, FOREIGN_API_KEY: foreignApiKey }));
+    const replay = (url: string, ...args: string[]) =>
+      runCommand(
+        process.execPath,
+        [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'replay', reportsDir, ...args],
+        isolatedEnv({ BASE_URL: url, API_KEY: apiKey, FOREIGN_API_KEY: foreignApiKey }),
+      );
     const made = `made against ${servers[0].url} at \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z`;
 
     const elsewhere = await replay(servers[1].url);
     assert.equal(elsewhere.code, 2, elsewhere.log);
-    assert.match(elsewhere.log, new RegExp(`^Configuration error:\\n  - the reproductions in \\S+ were ${made}, and the target configured now is ${servers[1].url}\\. `));
-    assert.match(elsewhere.log, new RegExp(`set BASE_URL=${servers[0].url} and its keys; to replay them against ${servers[1].url} all the same, give --any-target\\.`));
+    assert.match(
+      elsewhere.log,
+      new RegExp(`^Configuration error:\\n  - the reproductions in \\S+ were ${made}, and the target configured now is ${servers[1].url}\\. `),
+    );
+    assert.match(
+      elsewhere.log,
+      new RegExp(`set BASE_URL=${servers[0].url} and its keys; to replay them against ${servers[1].url} all the same, give --any-target\\.`),
+    );
     assert.doesNotMatch(elsewhere.log, /STILL FAILING|FIXED/, 'nothing replayed');
 
     const anyway = await replay(servers[1].url, '--any-target');
     assert.equal(anyway.code, 1, anyway.log);
-    assert.match(anyway.log, new RegExp(`^Replaying 1 reproduction\\(s\\) of \\S+ against ${servers[1].url}\\n${made.replace('made', 'Made')} \\(another target: --any-target\\)\\n  STILL FAILING +unknown-job/random-uuid`, 'm'));
+    assert.match(
+      anyway.log,
+      new RegExp(
+        `^Replaying 1 reproduction\\(s\\) of \\S+ against ${servers[1].url}\\n${made.replace('made', 'Made')} \\(another target: --any-target\\)\\n  STILL FAILING +unknown-job/random-uuid`,
+        'm',
+      ),
+    );
     const there = await replay(servers[0].url);
     assert.equal(there.code, 1, there.log);
     assert.match(there.log, new RegExp(`^${made.replace('made', 'Made')}$`, 'm'));

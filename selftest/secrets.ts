@@ -20,7 +20,11 @@ export function needles(secrets: string[]): string[] {
       JSON.stringify(form).slice(1, -1),
       encodeURIComponent(form),
       // base64 at the three byte alignments: the characters of whole 3-byte groups that hold only key bytes
-      ...[0, 1, 2].map((offset) => Buffer.from('x'.repeat(offset) + form).toString('base64').slice(offset ? 4 : 0, -4)),
+      ...[0, 1, 2].map((offset) =>
+        Buffer.from('x'.repeat(offset) + form)
+          .toString('base64')
+          .slice(offset ? 4 : 0, -4),
+      ),
     ]);
 }
 
@@ -30,7 +34,10 @@ export function filesContaining(target: string, secrets = SECRETS): string[] {
   if (!existsSync(target) || target.includes('\n')) return forms.some((form) => target.includes(form)) ? ['<text>'] : [];
   const hits: string[] = [];
   const visit = (file: string) => {
-    if (statSync(file).isDirectory()) return readdirSync(file).forEach((name) => visit(path.join(file, name)));
+    if (statSync(file).isDirectory()) {
+      for (const name of readdirSync(file)) visit(path.join(file, name));
+      return;
+    }
     const content = readFileSync(file);
     const texts = [content.toString('utf8'), content.toString('latin1')];
     if (forms.some((form) => texts.some((text) => text.includes(form)))) hits.push(file);

@@ -4,14 +4,15 @@
  * known-deviations files name existing checks; no import cycle, no import of the reference from
  * the suite, and no spec reads the environment; checks run quickly judge as Playwright's expect does.
  */
-import { test } from 'node:test';
+
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { tempDir } from './temp';
 import path from 'node:path';
-import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
-import { entryOf, ruleOf, testIdOf, TEST_IDS, type TestId, filesOf } from '../src/config/rules';
+import { test } from 'node:test';
 import { readKnownDeviations } from '../src/config/deviations';
+import { entryOf, filesOf, ruleOf, TEST_IDS, type TestId, testIdOf } from '../src/config/rules';
+import { isolatedEnv, PLAYWRIGHT, ROOT, runCommand } from './matrix';
+import { tempDir } from './temp';
 
 async function listTests() {
   const { code, log } = await runCommand(PLAYWRIGHT, ['test', '--list', '--reporter=json'], isolatedEnv({}));
@@ -26,7 +27,7 @@ async function listTests() {
   return tests;
 }
 
-test('every test has a catalogue id, only its level as a tag, and sits in its rule\'s spec file; every id has its test', async () => {
+test("every test has a catalogue id, only its level as a tag, and sits in its rule's spec file; every id has its test", async () => {
   const tests = await listTests();
   for (const t of tests) {
     assert.ok(t.id, `${t.title}: no test id`);
@@ -48,8 +49,17 @@ test('every shipped known-deviations file names existing tests and checks, each 
   }
 });
 
+test('the code is as the formatter writes it, and the linter finds nothing (biome.json)', async () => {
+  const { code, log } = await runCommand(path.join(ROOT, 'node_modules', '.bin', 'biome'), ['ci', '--colors=off', '--error-on-warnings', '.'], isolatedEnv({}));
+  assert.equal(code, 0, log);
+});
+
 test('the layout holds: no import cycle, the suite never imports the reference, no spec reads the environment', async () => {
-  const { code, log } = await runCommand(path.join(ROOT, 'node_modules', '.bin', 'depcruise'), ['--config', '.dependency-cruiser.cjs', 'src', 'tests', 'reference', 'selftest', 'bench', 'playwright.config.ts'], isolatedEnv({}));
+  const { code, log } = await runCommand(
+    path.join(ROOT, 'node_modules', '.bin', 'depcruise'),
+    ['--config', '.dependency-cruiser.cjs', 'src', 'tests', 'reference', 'selftest', 'bench', 'playwright.config.ts'],
+    isolatedEnv({}),
+  );
   assert.equal(code, 0, log);
   const specs = readdirSync(path.join(ROOT, 'tests', 'rules'));
   for (const spec of specs) assert.doesNotMatch(readFileSync(path.join(ROOT, 'tests', 'rules', spec), 'utf8'), /process\.env/, `${spec} reads process.env`);
@@ -57,16 +67,24 @@ test('the layout holds: no import cycle, the suite never imports the reference, 
 
 test("the suite's test is Playwright's without browser fixtures (src/playwright/fixtures.ts falls back to the full one)", async () => {
   const playwright = await import('@playwright/test');
-  assert.equal(typeof (playwright as { _baseTest?: unknown })._baseTest, 'function', 'this Playwright has no _baseTest: each test pays for browser fixtures again');
+  assert.equal(
+    typeof (playwright as { _baseTest?: unknown })._baseTest,
+    'function',
+    'this Playwright has no _baseTest: each test pays for browser fixtures again',
+  );
 });
 
 test("Playwright's bundles load from the code cache the command preloads: the first process writes it, the next reads all of it", async () => {
   const dir = tempDir('code-cache-');
   const preload = path.join(ROOT, 'src', 'code-cache.cjs');
   // Playwright's test API and its runner's entry, as a worker loads them; then what the cache did.
-  const script = "const { test } = require('@playwright/test'); require('playwright/lib/program'); if (typeof test !== 'function') process.exit(3); process.on('exit', () => console.log(JSON.stringify(globalThis[Symbol.for('stop-session-conformance.code-cache')])));";
+  const script =
+    "const { test } = require('@playwright/test'); require('playwright/lib/program'); if (typeof test !== 'function') process.exit(3); process.on('exit', () => console.log(JSON.stringify(globalThis[Symbol.for('stop-session-conformance.code-cache')])));";
   const load = async () => {
-    const { code, log } = await runCommand(process.execPath, ['--require', preload, '-e', script], { ...isolatedEnv({ CONFORMANCE_CODE_CACHE: dir }), NODE_OPTIONS: '' });
+    const { code, log } = await runCommand(process.execPath, ['--require', preload, '-e', script], {
+      ...isolatedEnv({ CONFORMANCE_CODE_CACHE: dir }),
+      NODE_OPTIONS: '',
+    });
     assert.equal(code, 0, log);
     return JSON.parse(log.trim().split('\n').at(-1)!) as { dir: string; hits: number; misses: number; builtIn: boolean };
   };
@@ -80,31 +98,83 @@ test("Playwright's bundles load from the code cache the command preloads: the fi
 });
 
 // src/checks/expect.ts: plain comparisons first, Playwright's expect where one fails.
-test('checks run quickly agree with Playwright\'s expect: what passes, what fails, and the message', async () => {
+test("checks run quickly agree with Playwright's expect: what passes, what fails, and the message", async () => {
   const { checkQuickly, expect } = await import('../src/checks/expect');
   const stop = { success: true, sessionDurationMs: 1250, creditsBilled: 0.041667 };
   const cases: [string, () => void][] = [
-    ['toBe', () => expect(200).toBe(200)], ['toBe, another value', () => expect(404).toBe(200)], ['toBe, NaN', () => expect(NaN).toBe(NaN)],
-    ['toBe, 0 and -0', () => expect(-0).toBe(0)], ['toBe, an equal object', () => expect({}).toBe({})],
-    ['not.toBe', () => expect(undefined).not.toBe(true)], ['not.toBe, the same', () => expect(true).not.toBe(true)],
-    ['>=', () => expect(3).toBeGreaterThanOrEqual(3)], ['>=, below', () => expect(2.9).toBeGreaterThanOrEqual(3)], ['>=, a string', () => expect('5' as any).toBeGreaterThanOrEqual(3)],
-    ['<=', () => expect(3).toBeLessThanOrEqual(3)], ['<=, above', () => expect(3.1).toBeLessThanOrEqual(3)], ['<=, null', () => expect(null as any).toBeLessThanOrEqual(3)],
-    ['<', () => expect(499).toBeLessThan(500)], ['<, equal', () => expect(500).toBeLessThan(500)], ['<, NaN', () => expect(NaN).toBeLessThan(500)],
-    ['toBeOneOf', () => expect(404).toBeOneOf([200, 404])], ['toBeOneOf, another value', () => expect(502).toBeOneOf([200, 404])], ['toBeOneOf, NaN', () => expect(NaN).toBeOneOf([NaN])], ['toBeOneOf, a string', () => expect('404').toBeOneOf([200, 404])],
-    ['toContain', () => expect([200, 404]).toContain(404)], ['toContain, missing', () => expect([200, 404]).toContain(500)], ['toContain, NaN', () => expect([NaN]).toContain(NaN)],
-    ['toContain, a string', () => expect('a 404 answer').toContain('404')], ['toContain, "4" in a number', () => expect(404 as any).toContain(4)],
-    ['toEqual []', () => expect([]).toEqual([])], ['toEqual [], not empty', () => expect(['creditsBilled']).toEqual([])], ['toEqual [], an object', () => expect({} as any).toEqual([])], ['toEqual, expecting more', () => expect([]).toEqual(['creditsBilled'])],
-    ['toEqual, an object', () => expect({ a: 1 }).toEqual({ a: 1 })], ['toEqual, another object', () => expect({ a: 1 }).toEqual({ a: 2 })],
-    ['toMatchSchema', () => expect(stop).toMatchSchema('stop-result')], ['toMatchSchema, breaking it', () => expect({ ...stop, success: 'yes' }).toMatchSchema('stop-result')],
-    ['toMatch, no plain form', () => expect('Forbidden.').toMatch(/forbid/i)], ['toMatch, no plain form, failing', () => expect('Forbidden.').toMatch(/nothing/)],
-    ['>=, a string expected', () => expect(5).toBeGreaterThanOrEqual('3' as any)], ['<=, null expected', () => expect(5).toBeLessThanOrEqual(null as any)], ['<, undefined expected', () => expect(5).toBeLessThan(undefined as any)],
-    ['toContain, a number in a string', () => expect('a 404 answer').toContain(404 as any)], ['toContain, undefined in a string', () => expect('a 404 answer').toContain(undefined as any)],
-    ['a throw of the checks', () => { throw new TypeError('broken check'); }],
+    ['toBe', () => expect(200).toBe(200)],
+    ['toBe, another value', () => expect(404).toBe(200)],
+    ['toBe, NaN', () => expect(NaN).toBe(NaN)],
+    ['toBe, 0 and -0', () => expect(-0).toBe(0)],
+    ['toBe, an equal object', () => expect({}).toBe({})],
+    ['not.toBe', () => expect(undefined).not.toBe(true)],
+    ['not.toBe, the same', () => expect(true).not.toBe(true)],
+    ['>=', () => expect(3).toBeGreaterThanOrEqual(3)],
+    ['>=, below', () => expect(2.9).toBeGreaterThanOrEqual(3)],
+    ['>=, a string', () => expect('5' as any).toBeGreaterThanOrEqual(3)],
+    ['<=', () => expect(3).toBeLessThanOrEqual(3)],
+    ['<=, above', () => expect(3.1).toBeLessThanOrEqual(3)],
+    ['<=, null', () => expect(null as any).toBeLessThanOrEqual(3)],
+    ['<', () => expect(499).toBeLessThan(500)],
+    ['<, equal', () => expect(500).toBeLessThan(500)],
+    ['<, NaN', () => expect(NaN).toBeLessThan(500)],
+    ['toBeOneOf', () => expect(404).toBeOneOf([200, 404])],
+    ['toBeOneOf, another value', () => expect(502).toBeOneOf([200, 404])],
+    ['toBeOneOf, NaN', () => expect(NaN).toBeOneOf([NaN])],
+    ['toBeOneOf, a string', () => expect('404').toBeOneOf([200, 404])],
+    ['toContain', () => expect([200, 404]).toContain(404)],
+    ['toContain, missing', () => expect([200, 404]).toContain(500)],
+    ['toContain, NaN', () => expect([NaN]).toContain(NaN)],
+    ['toContain, a string', () => expect('a 404 answer').toContain('404')],
+    ['toContain, "4" in a number', () => expect(404 as any).toContain(4)],
+    ['toEqual []', () => expect([]).toEqual([])],
+    ['toEqual [], not empty', () => expect(['creditsBilled']).toEqual([])],
+    ['toEqual [], an object', () => expect({} as any).toEqual([])],
+    ['toEqual, expecting more', () => expect([]).toEqual(['creditsBilled'])],
+    ['toEqual, an object', () => expect({ a: 1 }).toEqual({ a: 1 })],
+    ['toEqual, another object', () => expect({ a: 1 }).toEqual({ a: 2 })],
+    ['toMatchSchema', () => expect(stop).toMatchSchema('stop-result')],
+    ['toMatchSchema, breaking it', () => expect({ ...stop, success: 'yes' }).toMatchSchema('stop-result')],
+    ['toMatch, no plain form', () => expect('Forbidden.').toMatch(/forbid/i)],
+    ['toMatch, no plain form, failing', () => expect('Forbidden.').toMatch(/nothing/)],
+    ['>=, a string expected', () => expect(5).toBeGreaterThanOrEqual('3' as any)],
+    ['<=, null expected', () => expect(5).toBeLessThanOrEqual(null as any)],
+    ['<, undefined expected', () => expect(5).toBeLessThan(undefined as any)],
+    ['toContain, a number in a string', () => expect('a 404 answer').toContain(404 as any)],
+    ['toContain, undefined in a string', () => expect('a 404 answer').toContain(undefined as any)],
+    [
+      'a throw of the checks',
+      () => {
+        throw new TypeError('broken check');
+      },
+    ],
   ];
-  const outcome = (run: () => void) => { try { run(); return 'pass'; } catch (error) { return String((error as Error).message); } };
-  for (const [name, check] of cases) assert.equal(outcome(() => checkQuickly(check)), outcome(check), name);
-  assert.equal(outcome(() => expect(1).toBe(1)), 'pass', 'after them, expect is Playwright\'s again');
-  assert.match(outcome(() => checkQuickly(() => expect(404, 'status').toBe(200))), /status[\s\S]*Expected: 200[\s\S]*Received: 404/);
+  const outcome = (run: () => void) => {
+    try {
+      run();
+      return 'pass';
+    } catch (error) {
+      return String((error as Error).message);
+    }
+  };
+  for (const [name, check] of cases)
+    assert.equal(
+      outcome(() => checkQuickly(check)),
+      outcome(check),
+      name,
+    );
+  assert.equal(
+    outcome(() => expect(1).toBe(1)),
+    'pass',
+    "after them, expect is Playwright's again",
+  );
+  assert.match(
+    outcome(() => checkQuickly(() => expect(404, 'status').toBe(200))),
+    /status[\s\S]*Expected: 200[\s\S]*Received: 404/,
+  );
   // The value judged is the one received, the allowed set the one expected.
-  assert.match(outcome(() => checkQuickly(() => expect(502, 'status').toBeOneOf([200, 404]))), /status[\s\S]*Expected: one of \[200, 404\]\nReceived: 502/);
+  assert.match(
+    outcome(() => checkQuickly(() => expect(502, 'status').toBeOneOf([200, 404]))),
+    /status[\s\S]*Expected: one of \[200, 404\]\nReceived: 502/,
+  );
 });

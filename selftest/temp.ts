@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 
 const made: string[] = [];
-process.on('exit', () => made.forEach((folder) => rmSync(folder, { recursive: true, force: true })));
+process.on('exit', () => {
+  for (const folder of made) rmSync(folder, { recursive: true, force: true });
+});
 
 export function tempDir(prefix: string): string {
   const folder = mkdtempSync(path.join(os.tmpdir(), prefix));

@@ -5,11 +5,11 @@
  * `ReferenceOptions.behaviour`; the reference itself has no variant switches.
  */
 import type { ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { bearerToken } from '../reference/auth';
 import { creditsFor } from '../reference/billing';
 import { createRateLimiter } from '../reference/rate-limit';
 import type { Behaviour, ReferenceOptions, ReferenceState, Reply, Team } from '../reference/server';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { RuleId } from '../src/config/rules';
 import type { Outcome } from '../src/report/verdict';
 
@@ -53,7 +53,8 @@ const refusalCharges = (payer: 'owner' | 'caller') =>
       const session = state.sessions.get(jobId);
       const reply = base.stop(team, jobId);
       const durationMs = session ? state.clock() - session.startedAt : 0;
-      if (reply.status === 403 && session) state.charges.push({ jobId, teamId: payer === 'owner' ? session.teamId : team.id, durationMs, credits: base.bill(durationMs), at: state.clock() });
+      if (reply.status === 403 && session)
+        state.charges.push({ jobId, teamId: payer === 'owner' ? session.teamId : team.id, durationMs, credits: base.bill(durationMs), at: state.clock() });
       return reply;
     },
   }));
@@ -78,7 +79,6 @@ export const durationOffBy = (biasMs: number): ReferenceOptions =>
     },
   }));
 
-
 /** Charges the account 2 credits per started minute of each stopped session; with `minimal`, answers the stop with `{"success": true}` only. */
 const chargedByStartedMinute = (minimal: boolean): ReferenceOptions =>
   behaviour((base, state) => ({
@@ -95,15 +95,17 @@ const jobOf = (res: ServerResponse) => /^\/v2\/scrape\/([^/?]+)\/interact/.exec(
 
 /** The stop result a session would get if it were stopped now. */
 /** A `send` that ends the session named in a stop it answers with `status`, whatever handled it. */
-const stopsWhenRefusing = (status: number, base: Behaviour, state: ReferenceState): Behaviour['send'] => (res, reply) => {
-  const jobId = jobOf(res) ?? '';
-  const session = state.sessions.get(jobId);
-  if (res.req.method === 'DELETE' && reply.status === status && session) {
-    state.sessions.delete(jobId);
-    state.stopped.set(jobId, session);
-  }
-  base.send(res, reply);
-};
+const stopsWhenRefusing =
+  (status: number, base: Behaviour, state: ReferenceState): Behaviour['send'] =>
+  (res, reply) => {
+    const jobId = jobOf(res) ?? '';
+    const session = state.sessions.get(jobId);
+    if (res.req.method === 'DELETE' && reply.status === status && session) {
+      state.sessions.delete(jobId);
+      state.stopped.set(jobId, session);
+    }
+    base.send(res, reply);
+  };
 
 const billingSoFar = (state: ReferenceState, jobId: string) => {
   const session = state.sessions.get(jobId) ?? state.stopped.get(jobId);
@@ -137,7 +139,7 @@ const keyMatch = (matches: (token: string, key: string) => boolean): ReferenceOp
   behaviour((base, state) => ({
     authenticate: (header) => {
       const token = bearerToken(header);
-      return token === undefined ? undefined : base.authenticate(header) ?? state.teams.find((team) => team.keys.some((key) => matches(token, key)));
+      return token === undefined ? undefined : (base.authenticate(header) ?? state.teams.find((team) => team.keys.some((key) => matches(token, key))));
     },
   }));
 
@@ -178,21 +180,54 @@ const connectionBoundIdentity = (mode: 'first' | 'keyless'): ReferenceOptions =>
 
 export const faultyVariants: Variant[] = [
   // Rule 1: the owner's stop
-  { name: 'owner-stop-204', breaks: 'owner-stop', description: 'answers 204 with no body to the owner', options: stopReply((r) => (r.status === 200 ? { status: 204, body: '' } : r)) },
-  { name: 'owner-stop-202', breaks: 'owner-stop', description: 'answers 202 instead of 200 to the owner', options: stopReply((r) => (r.status === 200 ? { ...r, status: 202 } : r)) },
-  { name: 'owner-stop-success-false', breaks: 'owner-stop', description: 'answers 200 with success false', options: stopReply((r) => (r.status === 200 ? withBody(r, { success: false }) : r)) },
-  { name: 'owner-stop-success-string', breaks: 'owner-stop', description: 'answers success "true" as a string', options: stopReply((r) => (r.status === 200 ? withBody(r, { success: 'true' }) : r)) },
-  { name: 'owner-stop-with-error-field', breaks: 'owner-stop', description: 'adds an error field to a success body', options: stopReply((r) => (r.status === 200 ? withBody(r, { error: 'none' }) : r)) },
+  {
+    name: 'owner-stop-204',
+    breaks: 'owner-stop',
+    description: 'answers 204 with no body to the owner',
+    options: stopReply((r) => (r.status === 200 ? { status: 204, body: '' } : r)),
+  },
+  {
+    name: 'owner-stop-202',
+    breaks: 'owner-stop',
+    description: 'answers 202 instead of 200 to the owner',
+    options: stopReply((r) => (r.status === 200 ? { ...r, status: 202 } : r)),
+  },
+  {
+    name: 'owner-stop-success-false',
+    breaks: 'owner-stop',
+    description: 'answers 200 with success false',
+    options: stopReply((r) => (r.status === 200 ? withBody(r, { success: false }) : r)),
+  },
+  {
+    name: 'owner-stop-success-string',
+    breaks: 'owner-stop',
+    description: 'answers success "true" as a string',
+    options: stopReply((r) => (r.status === 200 ? withBody(r, { success: 'true' }) : r)),
+  },
+  {
+    name: 'owner-stop-with-error-field',
+    breaks: 'owner-stop',
+    description: 'adds an error field to a success body',
+    options: stopReply((r) => (r.status === 200 ? withBody(r, { error: 'none' }) : r)),
+  },
   {
     name: 'owner-stop-text-html',
     breaks: 'owner-stop',
     description: 'serves the 200 stop result as text/html',
     options: behaviour((base) => ({
-      send: (res, reply) => (reply.status === 200 && 'sessionDurationMs' in body(reply) ? base.send(res, { ...reply, headers: { 'Content-Type': 'text/html' } }) : base.send(res, reply)),
+      send: (res, reply) =>
+        reply.status === 200 && 'sessionDurationMs' in body(reply)
+          ? base.send(res, { ...reply, headers: { 'Content-Type': 'text/html' } })
+          : base.send(res, reply),
     })),
   },
   // Rule 2: billing
-  { name: 'billing-per-minute', breaks: 'billing', description: 'bills started minutes, not seconds', options: behaviour(() => ({ bill: billAt(2, (ms) => Math.ceil(ms / 60_000) * 60) })) },
+  {
+    name: 'billing-per-minute',
+    breaks: 'billing',
+    description: 'bills started minutes, not seconds',
+    options: behaviour(() => ({ bill: billAt(2, (ms) => Math.ceil(ms / 60_000) * 60) })),
+  },
   {
     name: 'billing-started-minute-after-first',
     breaks: 'billing',
@@ -200,15 +235,55 @@ export const faultyVariants: Variant[] = [
     description: 'prorates by the second within the first minute, then bills every started minute (61 s is billed 4 credits)',
     options: behaviour(() => ({ bill: (ms) => (ms < 60_000 ? billAt(2, (t) => Math.ceil(t / 1000))(ms) : Math.ceil(ms / 60_000) * 2) })),
   },
-  { name: 'billing-rate-3', breaks: 'billing', description: 'bills 3 credits per minute', options: behaviour(() => ({ bill: billAt(3, (ms) => Math.ceil(ms / 1000)) })) },
-  { name: 'billing-rate-1', breaks: 'billing', description: 'bills 1 credit per minute', options: behaviour(() => ({ bill: billAt(1, (ms) => Math.ceil(ms / 1000)) })) },
-  { name: 'billing-whole-credits', breaks: 'billing', description: 'bills max(2, ceil(hours x 120)) whole credits, as the hosted service does', options: behaviour(() => ({ bill: (ms) => Math.max(2, Math.ceil((ms / 3_600_000) * 120)) })) },
-  { name: 'billing-milliseconds-as-seconds', breaks: 'billing', description: 'treats milliseconds as seconds when billing', options: behaviour(() => ({ bill: billAt(2, (ms) => ms) })) },
-  { name: 'duration-in-seconds', breaks: 'billing', description: 'reports sessionDurationMs in seconds', options: stopReply((r) => (r.status === 200 ? withBody(r, { sessionDurationMs: Number(body(r).sessionDurationMs) / 1000 }) : r)) },
+  {
+    name: 'billing-rate-3',
+    breaks: 'billing',
+    description: 'bills 3 credits per minute',
+    options: behaviour(() => ({ bill: billAt(3, (ms) => Math.ceil(ms / 1000)) })),
+  },
+  {
+    name: 'billing-rate-1',
+    breaks: 'billing',
+    description: 'bills 1 credit per minute',
+    options: behaviour(() => ({ bill: billAt(1, (ms) => Math.ceil(ms / 1000)) })),
+  },
+  {
+    name: 'billing-whole-credits',
+    breaks: 'billing',
+    description: 'bills max(2, ceil(hours x 120)) whole credits, as the hosted service does',
+    options: behaviour(() => ({ bill: (ms) => Math.max(2, Math.ceil((ms / 3_600_000) * 120)) })),
+  },
+  {
+    name: 'billing-milliseconds-as-seconds',
+    breaks: 'billing',
+    description: 'treats milliseconds as seconds when billing',
+    options: behaviour(() => ({ bill: billAt(2, (ms) => ms) })),
+  },
+  {
+    name: 'duration-in-seconds',
+    breaks: 'billing',
+    description: 'reports sessionDurationMs in seconds',
+    options: stopReply((r) => (r.status === 200 ? withBody(r, { sessionDurationMs: Number(body(r).sessionDurationMs) / 1000 }) : r)),
+  },
   { name: 'duration-inflated', breaks: 'billing', description: 'reports and bills 500 ms more than the session lasted', options: durationOffBy(500) },
-  { name: 'duration-whole-seconds', breaks: 'billing', description: 'truncates sessionDurationMs to whole seconds', options: stopReply((r) => (r.status === 200 ? withBody(r, { sessionDurationMs: Math.floor(Number(body(r).sessionDurationMs) / 1000) * 1000 }) : r)) },
-  { name: 'credits-as-string', breaks: 'billing', description: 'reports creditsBilled as a string', options: stopReply((r) => (r.status === 200 ? withBody(r, { creditsBilled: String(body(r).creditsBilled) }) : r)) },
-  { name: 'clock-from-scrape', breaks: 'billing', description: 'starts billing a session when its scrape job was created, not at the interact that created it', options: behaviour(clockFromScrape) },
+  {
+    name: 'duration-whole-seconds',
+    breaks: 'billing',
+    description: 'truncates sessionDurationMs to whole seconds',
+    options: stopReply((r) => (r.status === 200 ? withBody(r, { sessionDurationMs: Math.floor(Number(body(r).sessionDurationMs) / 1000) * 1000 }) : r)),
+  },
+  {
+    name: 'credits-as-string',
+    breaks: 'billing',
+    description: 'reports creditsBilled as a string',
+    options: stopReply((r) => (r.status === 200 ? withBody(r, { creditsBilled: String(body(r).creditsBilled) }) : r)),
+  },
+  {
+    name: 'clock-from-scrape',
+    breaks: 'billing',
+    description: 'starts billing a session when its scrape job was created, not at the interact that created it',
+    options: behaviour(clockFromScrape),
+  },
   {
     name: 'clock-from-scrape-credits-only',
     breaks: 'billing',
@@ -234,8 +309,23 @@ export const faultyVariants: Variant[] = [
     })),
   },
   // Rule 3: foreign team
-  { name: 'foreign-gets-404', breaks: 'foreign-team', description: "answers 404 to another team's stop", options: stopReply((r) => (r.status === 403 ? { ...r, status: 404 } : r)) },
-  { name: 'foreign-gets-200', breaks: 'foreign-team', description: "lets another team stop the session", options: behaviour((base, state) => ({ stop: (team, jobId) => { const session = state.sessions.get(jobId); return base.stop(session ? state.teams.find((t) => t.id === session.teamId)! : team, jobId); } })) },
+  {
+    name: 'foreign-gets-404',
+    breaks: 'foreign-team',
+    description: "answers 404 to another team's stop",
+    options: stopReply((r) => (r.status === 403 ? { ...r, status: 404 } : r)),
+  },
+  {
+    name: 'foreign-gets-200',
+    breaks: 'foreign-team',
+    description: 'lets another team stop the session',
+    options: behaviour((base, state) => ({
+      stop: (team, jobId) => {
+        const session = state.sessions.get(jobId);
+        return base.stop(session ? state.teams.find((t) => t.id === session.teamId)! : team, jobId);
+      },
+    })),
+  },
   {
     name: 'foreign-403-still-stops',
     breaks: 'foreign-team',
@@ -245,7 +335,12 @@ export const faultyVariants: Variant[] = [
       return r;
     }),
   },
-  { name: 'foreign-refusal-restarts-clock', breaks: 'foreign-team', description: "restarts a session's billing clock when another team's stop is refused", options: refusalRestartsClock(403) },
+  {
+    name: 'foreign-refusal-restarts-clock',
+    breaks: 'foreign-team',
+    description: "restarts a session's billing clock when another team's stop is refused",
+    options: refusalRestartsClock(403),
+  },
   {
     name: 'forbidden-quotes-owner-key',
     breaks: 'foreign-team',
@@ -261,10 +356,19 @@ export const faultyVariants: Variant[] = [
     description: "tells another team, in its 403's words, how long the session has run and what it has cost so far",
     options: stopReply((r, _team, jobId, state) => {
       const session = state.sessions.get(jobId);
-      return r.status === 403 && session ? withBody(r, { error: `Forbidden: session running ${Math.round(state.clock() - session.startedAt)} ms, ${creditsFor(state.clock() - session.startedAt)} credits so far` }) : r;
+      return r.status === 403 && session
+        ? withBody(r, {
+            error: `Forbidden: session running ${Math.round(state.clock() - session.startedAt)} ms, ${creditsFor(state.clock() - session.startedAt)} credits so far`,
+          })
+        : r;
     }),
   },
-  { name: 'forbidden-reveals-billing', breaks: 'foreign-team', description: "tells another team the session's duration and credits so far in its 403", options: stopReply((r, _team, jobId, state) => (r.status === 403 ? withBody(r, billingSoFar(state, jobId)) : r)) },
+  {
+    name: 'forbidden-reveals-billing',
+    breaks: 'foreign-team',
+    description: "tells another team the session's duration and credits so far in its 403",
+    options: stopReply((r, _team, jobId, state) => (r.status === 403 ? withBody(r, billingSoFar(state, jobId)) : r)),
+  },
   {
     name: 'refusal-then-interact-restarts-clock',
     breaks: 'foreign-team',
@@ -285,29 +389,47 @@ export const faultyVariants: Variant[] = [
       };
     }),
   },
-  { name: 'connection-keeps-first-team', breaks: 'foreign-team', description: 'authenticates a kept-alive connection once: every later request on it acts as the first team that used it, whatever key it carries', options: connectionBoundIdentity('first') },
+  {
+    name: 'connection-keeps-first-team',
+    breaks: 'foreign-team',
+    description: 'authenticates a kept-alive connection once: every later request on it acts as the first team that used it, whatever key it carries',
+    options: connectionBoundIdentity('first'),
+  },
   {
     name: 'second-foreign-refusal-ends-session',
     breaks: 'foreign-team',
-    description: "counts a session's refused stops by another team (a lockout counter) and at the second ends the session without billing it (the second refusal comes on a connection the owner's request used)",
+    description:
+      "counts a session's refused stops by another team (a lockout counter) and at the second ends the session without billing it (the second refusal comes on a connection the owner's request used)",
     options: lockoutAt(2),
   },
   {
     name: 'foreign-stop-by-upper-case-id',
     breaks: 'foreign-team',
-    description: "finds a job whatever the case of its id, but checks whose it is against the id as given: another team's stop with the id in upper case stops the session",
+    description:
+      "finds a job whatever the case of its id, but checks whose it is against the id as given: another team's stop with the id in upper case stops the session",
     options: behaviour((base, state) => ({
       send(res, reply) {
         const raw = /^\/v2\/scrape\/([^/]+)\/interact$/.exec(res.req.url ?? '')?.[1];
-        const session = raw && raw !== raw.toLowerCase() && res.req.method === 'DELETE' && reply.status === 403 ? state.sessions.get(raw.toLowerCase()) : undefined;
+        const session =
+          raw && raw !== raw.toLowerCase() && res.req.method === 'DELETE' && reply.status === 403 ? state.sessions.get(raw.toLowerCase()) : undefined;
         // The id as given has no owner on record, so nothing forbids the stop: it goes through as the owner's.
         return base.send(res, session ? base.stop(state.teams.find((owner) => owner.id === session.teamId)!, session.jobId) : reply);
       },
     })),
   },
-  { name: 'third-foreign-refusal-ends-session', breaks: 'foreign-team', description: "counts a session's refused stops by another team and at the third ends the session without billing it", options: lockoutAt(3) },
+  {
+    name: 'third-foreign-refusal-ends-session',
+    breaks: 'foreign-team',
+    description: "counts a session's refused stops by another team and at the third ends the session without billing it",
+    options: lockoutAt(3),
+  },
   // Rule 4: unknown job
-  { name: 'unknown-job-200', breaks: 'unknown-job', description: 'answers 200 when there is no session', options: stopReply((r) => (r.status === 404 ? { status: 200, body: { success: true } } : r)) },
+  {
+    name: 'unknown-job-200',
+    breaks: 'unknown-job',
+    description: 'answers 200 when there is no session',
+    options: stopReply((r) => (r.status === 404 ? { status: 200, body: { success: true } } : r)),
+  },
   {
     name: 'unknown-job-stops-latest-session',
     breaks: 'unknown-job',
@@ -316,17 +438,49 @@ export const faultyVariants: Variant[] = [
     options: behaviour((base, state) => ({
       stop: (team, jobId) => {
         const latest = [...state.sessions.values()].filter((session) => session.teamId === team.id).at(-1);
-        return state.sessions.has(jobId) || state.stopped.has(jobId) || state.jobs.has(jobId) || !latest ? base.stop(team, jobId) : base.stop(team, latest.jobId);
+        return state.sessions.has(jobId) || state.stopped.has(jobId) || state.jobs.has(jobId) || !latest
+          ? base.stop(team, jobId)
+          : base.stop(team, latest.jobId);
       },
     })),
   },
-  { name: 'unknown-job-400', breaks: 'unknown-job', description: 'answers 400 when there is no session', options: stopReply((r) => (r.status === 404 ? { ...r, status: 400 } : r)) },
-  { name: 'job-without-session-403', breaks: 'unknown-job', description: 'answers 403 for a scrape job that never had a session', options: stopReply((r, _team, jobId, state) => (r.status === 404 && state.jobs.has(jobId) && !state.stopped.has(jobId) ? { ...r, status: 403 } : r)) },
+  {
+    name: 'unknown-job-400',
+    breaks: 'unknown-job',
+    description: 'answers 400 when there is no session',
+    options: stopReply((r) => (r.status === 404 ? { ...r, status: 400 } : r)),
+  },
+  {
+    name: 'job-without-session-403',
+    breaks: 'unknown-job',
+    description: 'answers 403 for a scrape job that never had a session',
+    options: stopReply((r, _team, jobId, state) => (r.status === 404 && state.jobs.has(jobId) && !state.stopped.has(jobId) ? { ...r, status: 403 } : r)),
+  },
   // Rule 5: authentication and the side effects of refused requests
-  { name: 'missing-key-is-owner', breaks: 'authentication', description: 'treats a request without Authorization as the first team', options: behaviour((base, state) => ({ authenticate: (h) => (h === undefined ? state.teams[0] : base.authenticate(h)) })) },
-  { name: 'unknown-key-is-owner', breaks: 'authentication', description: 'treats any unknown bearer key as the first team', options: behaviour((base, state) => ({ authenticate: (h) => base.authenticate(h) ?? (/^bearer\s+\S+$/i.test(h ?? '') ? state.teams[0] : undefined) })) },
-  { name: 'any-scheme-accepted', breaks: 'authentication', description: 'takes the second word of Authorization as the key whatever the scheme', options: behaviour((base) => ({ authenticate: (h) => base.authenticate(h?.replace(/^\s*\S+/, 'Bearer')) })) },
-  { name: 'scheme-case-sensitive', breaks: 'authentication', description: 'refuses a lower-case bearer scheme', options: behaviour((base) => ({ authenticate: (h) => (h?.startsWith('Bearer ') ? base.authenticate(h) : undefined) })) },
+  {
+    name: 'missing-key-is-owner',
+    breaks: 'authentication',
+    description: 'treats a request without Authorization as the first team',
+    options: behaviour((base, state) => ({ authenticate: (h) => (h === undefined ? state.teams[0] : base.authenticate(h)) })),
+  },
+  {
+    name: 'unknown-key-is-owner',
+    breaks: 'authentication',
+    description: 'treats any unknown bearer key as the first team',
+    options: behaviour((base, state) => ({ authenticate: (h) => base.authenticate(h) ?? (/^bearer\s+\S+$/i.test(h ?? '') ? state.teams[0] : undefined) })),
+  },
+  {
+    name: 'any-scheme-accepted',
+    breaks: 'authentication',
+    description: 'takes the second word of Authorization as the key whatever the scheme',
+    options: behaviour((base) => ({ authenticate: (h) => base.authenticate(h?.replace(/^\s*\S+/, 'Bearer')) })),
+  },
+  {
+    name: 'scheme-case-sensitive',
+    breaks: 'authentication',
+    description: 'refuses a lower-case bearer scheme',
+    options: behaviour((base) => ({ authenticate: (h) => (h?.startsWith('Bearer ') ? base.authenticate(h) : undefined) })),
+  },
   {
     name: 'refused-key-still-stops',
     breaks: 'authentication',
@@ -338,12 +492,23 @@ export const faultyVariants: Variant[] = [
       },
     })),
   },
-  { name: 'empty-token-500', breaks: 'authentication', description: 'crashes (500) on "Bearer" with no token', options: behaviour((base) => ({ authenticate: (h) => { if (h !== undefined && /^\s*bearer\s*$/i.test(h)) throw new Error('no token'); return base.authenticate(h); } })) },
+  {
+    name: 'empty-token-500',
+    breaks: 'authentication',
+    description: 'crashes (500) on "Bearer" with no token',
+    options: behaviour((base) => ({
+      authenticate: (h) => {
+        if (h !== undefined && /^\s*bearer\s*$/i.test(h)) throw new Error('no token');
+        return base.authenticate(h);
+      },
+    })),
+  },
   {
     name: 'refusal-destroys-repeat-200',
     breaks: 'authentication',
     caughtAs: 'not verifiable',
-    description: "ends the session named in a stop it refuses with 401, and answers any later owner's stop 200 {success: true}, as the hosted service answers repeat stops: no answer can prove the harm",
+    description:
+      "ends the session named in a stop it refuses with 401, and answers any later owner's stop 200 {success: true}, as the hosted service answers repeat stops: no answer can prove the harm",
     options: behaviour((base, state) => ({
       send: stopsWhenRefusing(401, base, state),
       stop: (team, jobId) => {
@@ -352,10 +517,30 @@ export const faultyVariants: Variant[] = [
       },
     })),
   },
-  { name: 'auth-refusal-restarts-clock', breaks: 'authentication', description: 'restarts the billing clock of the session named in a stop it answers 401', options: refusalRestartsClock(401) },
-  { name: 'key-case-insensitive', breaks: 'authentication', description: 'compares keys without regard to case', options: keyMatch((token, key) => token.toLowerCase() === key.toLowerCase()) },
-  { name: 'key-prefix-match', breaks: 'authentication', description: 'accepts any token that starts with a valid key', options: keyMatch((token, key) => token.startsWith(key)) },
-  { name: 'key-truncated-match', breaks: 'authentication', description: 'accepts a valid key with its last character missing (compares the token as a prefix of the key)', options: keyMatch((token, key) => token.length >= key.length - 1 && key.startsWith(token)) },
+  {
+    name: 'auth-refusal-restarts-clock',
+    breaks: 'authentication',
+    description: 'restarts the billing clock of the session named in a stop it answers 401',
+    options: refusalRestartsClock(401),
+  },
+  {
+    name: 'key-case-insensitive',
+    breaks: 'authentication',
+    description: 'compares keys without regard to case',
+    options: keyMatch((token, key) => token.toLowerCase() === key.toLowerCase()),
+  },
+  {
+    name: 'key-prefix-match',
+    breaks: 'authentication',
+    description: 'accepts any token that starts with a valid key',
+    options: keyMatch((token, key) => token.startsWith(key)),
+  },
+  {
+    name: 'key-truncated-match',
+    breaks: 'authentication',
+    description: 'accepts a valid key with its last character missing (compares the token as a prefix of the key)',
+    options: keyMatch((token, key) => token.length >= key.length - 1 && key.startsWith(token)),
+  },
   {
     name: 'unauthorized-reveals-owner',
     breaks: 'authentication',
@@ -367,7 +552,13 @@ export const faultyVariants: Variant[] = [
       },
     })),
   },
-  { name: 'keyless-rides-connection', breaks: 'authentication', description: 'remembers the team of the last valid key on each kept-alive connection, and takes a later request on it without a valid key as that team (a per-connection auth cache)', options: connectionBoundIdentity('keyless') },
+  {
+    name: 'keyless-rides-connection',
+    breaks: 'authentication',
+    description:
+      'remembers the team of the last valid key on each kept-alive connection, and takes a later request on it without a valid key as that team (a per-connection auth cache)',
+    options: connectionBoundIdentity('keyless'),
+  },
   // Rule 6: rate limiting
   {
     name: 'limiter-per-address',
@@ -380,7 +571,12 @@ export const faultyVariants: Variant[] = [
     }),
   },
   { name: 'no-rate-limit', breaks: 'rate-limit', description: 'never limits', options: behaviour(() => ({ limit: () => ({ allowed: true }) })) },
-  { name: 'rate-limit-503', breaks: 'rate-limit', description: 'answers 503 instead of 429 over the limit', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status === 429 ? 503 : status, message, headers) })) },
+  {
+    name: 'rate-limit-503',
+    breaks: 'rate-limit',
+    description: 'answers 503 instead of 429 over the limit',
+    options: behaviour((base) => ({ error: (status, message, headers) => base.error(status === 429 ? 503 : status, message, headers) })),
+  },
   {
     name: 'rate-limit-never-recovers',
     breaks: 'rate-limit',
@@ -395,7 +591,8 @@ export const faultyVariants: Variant[] = [
   {
     name: 'limiter-counts-late',
     breaks: 'rate-limit',
-    description: 'counts each admitted request 300 ms late (a counter updated without a lock), so a burst of concurrent stops gets far more through than the limit its refusals state',
+    description:
+      'counts each admitted request 300 ms late (a counter updated without a lock), so a burst of concurrent stops gets far more through than the limit its refusals state',
     options: statesItsLimit((state, rate) => {
       const windows = new Map<string, { start: number; count: number }>();
       return (key) => {
@@ -413,7 +610,8 @@ export const faultyVariants: Variant[] = [
   {
     name: 'limiter-shared-between-teams',
     breaks: 'rate-limit',
-    description: "counts every team's requests in one window, each team held to its own stated limit: the other teams' traffic gets the burst team refused before its own limit",
+    description:
+      "counts every team's requests in one window, each team held to its own stated limit: the other teams' traffic gets the burst team refused before its own limit",
     options: statesItsLimit((state, rate) => {
       const windows = new Map<string, { start: number; count: number }>();
       return (key) => {
@@ -423,7 +621,9 @@ export const faultyVariants: Variant[] = [
         let window = windows.get(group);
         if (!window || now - window.start >= windowMs) windows.set(group, (window = { start: now, count: 0 }));
         window.count += 1;
-        return window.count <= limit ? { allowed: true } : { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((window.start + windowMs - now) / 1000)) };
+        return window.count <= limit
+          ? { allowed: true }
+          : { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((window.start + windowMs - now) / 1000)) };
       };
     }),
   },
@@ -448,7 +648,16 @@ export const faultyVariants: Variant[] = [
     })),
   },
   // Rule 7: finality
-  { name: 'second-stop-charges-again', breaks: 'stop-is-final', description: 'answers a second stop with 200 and a new charge', options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true, sessionDurationMs: 1000, creditsBilled: 0.033333 } } : r)) },
+  {
+    name: 'second-stop-charges-again',
+    breaks: 'stop-is-final',
+    description: 'answers a second stop with 200 and a new charge',
+    options: stopReply((r, team, jobId, state) =>
+      r.status === 404 && state.stopped.get(jobId)?.teamId === team.id
+        ? { status: 200, body: { success: true, sessionDurationMs: 1000, creditsBilled: 0.033333 } }
+        : r,
+    ),
+  },
   {
     name: 'concurrent-stops-both-charge',
     breaks: 'stop-is-final',
@@ -469,7 +678,8 @@ export const faultyVariants: Variant[] = [
   {
     name: 'repeat-stop-charged-again',
     breaks: 'stop-is-final',
-    description: 'answers a stop of a stopped session with its first settlement, exactly (a report), and charges that settlement again: a fraction of a credit each time, as only the account shows',
+    description:
+      'answers a stop of a stopped session with its first settlement, exactly (a report), and charges that settlement again: a fraction of a credit each time, as only the account shows',
     options: behaviour((base, state) => {
       const first = new Map<string, Reply>();
       return {
@@ -488,7 +698,8 @@ export const faultyVariants: Variant[] = [
   {
     name: 'repeat-stop-zero-charged-again',
     breaks: 'stop-is-final',
-    description: 'answers a stop of a stopped session that nothing is billed now (creditsBilled 0), and charges its first settlement again, as only the account shows',
+    description:
+      'answers a stop of a stopped session that nothing is billed now (creditsBilled 0), and charges its first settlement again, as only the account shows',
     options: behaviour((base, state) => {
       const first = new Map<string, number>();
       return {
@@ -507,7 +718,8 @@ export const faultyVariants: Variant[] = [
     breaks: 'stop-is-final',
     sessionCap: 2,
     leaksSessions: true,
-    description: "registers a session only once its browser has booted (200 ms): interacts arriving together on a job each open a browser, and all but the last are orphaned, never stoppable, yet still hold a slot of the team's cap of 2",
+    description:
+      "registers a session only once its browser has booted (200 ms): interacts arriving together on a job each open a browser, and all but the last are orphaned, never stoppable, yet still hold a slot of the team's cap of 2",
     options: behaviour((base, state) => {
       const orphans: string[] = [];
       return {
@@ -515,8 +727,9 @@ export const faultyVariants: Variant[] = [
           const existing = state.sessions.get(jobId);
           const booting = existing !== undefined && state.clock() - existing.startedAt < 200;
           const live = [...state.sessions.values()].filter((session) => session.teamId === team.id).length + orphans.filter((id) => id === team.id).length;
-          if (!existing && live >= 2 && state.jobs.get(jobId)?.teamId === team.id) return base.error(429, 'Concurrency limit exceeded: at most 2 browser sessions at once.', {});
-          if (booting) (orphans.push(team.id), state.sessions.delete(jobId));
+          if (!existing && live >= 2 && state.jobs.get(jobId)?.teamId === team.id)
+            return base.error(429, 'Concurrency limit exceeded: at most 2 browser sessions at once.', {});
+          if (booting) orphans.push(team.id), state.sessions.delete(jobId);
           return base.interact(team, jobId, body);
         },
       };
@@ -525,11 +738,13 @@ export const faultyVariants: Variant[] = [
   {
     name: 'stop-keeps-cap-slot',
     breaks: 'stop-is-final',
-    description: "keeps counting a stopped session against its team's cap of 3: once three of a team's sessions were stopped, no interact of the team opens one again",
+    description:
+      "keeps counting a stopped session against its team's cap of 3: once three of a team's sessions were stopped, no interact of the team opens one again",
     options: behaviour((base, state) => ({
       interact: (team, jobId, body) => {
         const held = [...state.sessions.values(), ...state.stopped.values()].filter((session) => session.teamId === team.id).length;
-        if (held >= 3 && !state.sessions.has(jobId) && state.jobs.get(jobId)?.teamId === team.id) return base.error(429, 'Concurrency limit exceeded: at most 3 browser sessions at once.', {});
+        if (held >= 3 && !state.sessions.has(jobId) && state.jobs.get(jobId)?.teamId === team.id)
+          return base.error(429, 'Concurrency limit exceeded: at most 3 browser sessions at once.', {});
         return base.interact(team, jobId, body);
       },
     })),
@@ -551,7 +766,8 @@ export const faultyVariants: Variant[] = [
     breaks: 'stop-is-final',
     // Another team's refusals of live sessions come from rule 3; the account sees them.
     rules: ['foreign-team', 'stop-is-final'],
-    description: "charges the owner's account what a session has cost so far whenever another team's stop of it is refused, unreported; the owner's stop then bills the whole session",
+    description:
+      "charges the owner's account what a session has cost so far whenever another team's stop of it is refused, unreported; the owner's stop then bills the whole session",
     options: refusalCharges('owner'),
   },
   {
@@ -559,7 +775,8 @@ export const faultyVariants: Variant[] = [
     breaks: 'stop-is-final',
     // Another team's refusals of live sessions come from rule 3; its own account sees them.
     rules: ['foreign-team', 'stop-is-final'],
-    description: "charges the team whose stop of another team's session it refuses what that session has cost so far, unreported; the owner's account is untouched",
+    description:
+      "charges the team whose stop of another team's session it refuses what that session has cost so far, unreported; the owner's account is untouched",
     options: refusalCharges('caller'),
   },
   {
@@ -577,7 +794,8 @@ export const faultyVariants: Variant[] = [
   {
     name: 'minimal-body-refusal-ends-session',
     breaks: 'foreign-team',
-    description: "answers {\"success\": true} only; ends a session, unbilled, when it refuses another team's stop of it, and answers the owner's later stop 200 {\"success\": true} all the same",
+    description:
+      'answers {"success": true} only; ends a session, unbilled, when it refuses another team\'s stop of it, and answers the owner\'s later stop 200 {"success": true} all the same',
     options: behaviour((base, state) => ({
       send: stopsWhenRefusing(403, base, state),
       stop: (team, jobId) => {
@@ -589,9 +807,30 @@ export const faultyVariants: Variant[] = [
       },
     })),
   },
-  { name: 'second-stop-500', breaks: 'stop-is-final', description: 'crashes (500) on a stopped session', options: stopReply((r, _team, jobId, state) => (r.status === 404 && state.stopped.has(jobId) ? { status: 500, body: { success: false, error: 'session gone' } } : r)) },
-  { name: 'stopped-session-200-for-anyone', breaks: 'stop-is-final', description: 'answers 200 {success: true} to any team that stops an already stopped session', options: stopReply((r, _team, jobId, state) => ((r.status === 404 || r.status === 403) && state.stopped.has(jobId) ? { status: 200, body: { success: true } } : r)) },
-  { name: 'stopped-reveals-billing', breaks: 'stop-is-final', description: "puts the stopped session's duration and credits in the 404 another team gets", options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.has(jobId) && state.stopped.get(jobId)!.teamId !== team.id ? withBody(r, billingSoFar(state, jobId)) : r)) },
+  {
+    name: 'second-stop-500',
+    breaks: 'stop-is-final',
+    description: 'crashes (500) on a stopped session',
+    options: stopReply((r, _team, jobId, state) =>
+      r.status === 404 && state.stopped.has(jobId) ? { status: 500, body: { success: false, error: 'session gone' } } : r,
+    ),
+  },
+  {
+    name: 'stopped-session-200-for-anyone',
+    breaks: 'stop-is-final',
+    description: 'answers 200 {success: true} to any team that stops an already stopped session',
+    options: stopReply((r, _team, jobId, state) =>
+      (r.status === 404 || r.status === 403) && state.stopped.has(jobId) ? { status: 200, body: { success: true } } : r,
+    ),
+  },
+  {
+    name: 'stopped-reveals-billing',
+    breaks: 'stop-is-final',
+    description: "puts the stopped session's duration and credits in the 404 another team gets",
+    options: stopReply((r, team, jobId, state) =>
+      r.status === 404 && state.stopped.has(jobId) && state.stopped.get(jobId)!.teamId !== team.id ? withBody(r, billingSoFar(state, jobId)) : r,
+    ),
+  },
   {
     name: 'refusal-revives-stopped',
     breaks: 'stop-is-final',
@@ -611,7 +850,9 @@ export const faultyVariants: Variant[] = [
     description: 'answers an interact on a stopped session 200, but no session runs: its stop then answers 404',
     options: behaviour((base, state) => ({
       interact: (team, jobId, body) =>
-        state.stopped.get(jobId)?.teamId === team.id && !state.sessions.has(jobId) ? { status: 200, body: { success: true, stdout: '', result: '', stderr: '', exitCode: 0, killed: false } } : base.interact(team, jobId, body),
+        state.stopped.get(jobId)?.teamId === team.id && !state.sessions.has(jobId)
+          ? { status: 200, body: { success: true, stdout: '', result: '', stderr: '', exitCode: 0, killed: false } }
+          : base.interact(team, jobId, body),
     })),
   },
   {
@@ -619,7 +860,8 @@ export const faultyVariants: Variant[] = [
     breaks: 'stop-is-final',
     // The session its stale marker hides can never be stopped: it runs until the variant's server closes.
     leaksSessions: true,
-    description: "begins a new session on an interact after a stop, but answers that session's first stop 404 from a stale 'stopped' marker, and leaves it running",
+    description:
+      "begins a new session on an interact after a stop, but answers that session's first stop 404 from a stale 'stopped' marker, and leaves it running",
     options: behaviour((base, state) => {
       const revived = new Set<string>();
       return {
@@ -644,13 +886,49 @@ export const faultyVariants: Variant[] = [
     })),
   },
   // Rule 8: robustness
-  { name: 'bad-job-id-500', breaks: 'malformed-job-id', description: 'crashes (500) on a jobId that is not a UUID', options: behaviour((base) => ({ error: (status, message, headers) => base.error(/job ID/i.test(message) ? 500 : status, message, headers) })) },
-  { name: 'long-job-id-500', breaks: 'malformed-job-id', description: 'crashes (500) on a jobId longer than 1000 characters', options: behaviour((base) => ({ send: (res, reply) => base.send(res, reply.status === 400 && (res.req.url?.length ?? 0) > 1000 ? { ...reply, status: 500 } : reply) })) },
+  {
+    name: 'bad-job-id-500',
+    breaks: 'malformed-job-id',
+    description: 'crashes (500) on a jobId that is not a UUID',
+    options: behaviour((base) => ({ error: (status, message, headers) => base.error(/job ID/i.test(message) ? 500 : status, message, headers) })),
+  },
+  {
+    name: 'long-job-id-500',
+    breaks: 'malformed-job-id',
+    description: 'crashes (500) on a jobId longer than 1000 characters',
+    options: behaviour((base) => ({
+      send: (res, reply) => base.send(res, reply.status === 400 && (res.req.url?.length ?? 0) > 1000 ? { ...reply, status: 500 } : reply),
+    })),
+  },
   // Rule 9: JSON answers
-  { name: 'errors-as-text-plain', breaks: 'json-answers', description: 'serves error bodies as text/plain', options: behaviour((base) => ({ send: (res, reply) => base.send(res, reply.status >= 400 ? { ...reply, headers: { ...reply.headers, 'Content-Type': 'text/plain' } } : reply) })) },
-  { name: 'error-without-success', breaks: 'json-answers', description: 'leaves success out of error bodies', options: behaviour(() => ({ error: (status, message, headers) => ({ status, body: { error: message }, headers }) })) },
-  { name: 'error-multiline', breaks: 'json-answers', description: 'writes a stack trace into error', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, `${message}\n    at handler (server.js:1:1)`, headers) })) },
-  { name: 'unauthorized-empty-body', breaks: 'json-answers', description: 'answers 401 with an empty body', options: behaviour((base) => ({ error: (status, message, headers) => (status === 401 ? { status, body: '', headers } : base.error(status, message, headers)) })) },
+  {
+    name: 'errors-as-text-plain',
+    breaks: 'json-answers',
+    description: 'serves error bodies as text/plain',
+    options: behaviour((base) => ({
+      send: (res, reply) => base.send(res, reply.status >= 400 ? { ...reply, headers: { ...reply.headers, 'Content-Type': 'text/plain' } } : reply),
+    })),
+  },
+  {
+    name: 'error-without-success',
+    breaks: 'json-answers',
+    description: 'leaves success out of error bodies',
+    options: behaviour(() => ({ error: (status, message, headers) => ({ status, body: { error: message }, headers }) })),
+  },
+  {
+    name: 'error-multiline',
+    breaks: 'json-answers',
+    description: 'writes a stack trace into error',
+    options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, `${message}\n    at handler (server.js:1:1)`, headers) })),
+  },
+  {
+    name: 'unauthorized-empty-body',
+    breaks: 'json-answers',
+    description: 'answers 401 with an empty body',
+    options: behaviour((base) => ({
+      error: (status, message, headers) => (status === 401 ? { status, body: '', headers } : base.error(status, message, headers)),
+    })),
+  },
 ];
 
 /**
@@ -662,7 +940,7 @@ export const orderFaults: Variant[] = [
     name: 'revive-with-old-clock',
     breaks: 'sequences',
     runsEveryRule: true,
-    description: "answers an interact on a stopped session by bringing the old session back, with its old clock",
+    description: 'answers an interact on a stopped session by bringing the old session back, with its old clock',
     options: behaviour((base, state) => ({
       interact: (team, jobId, body) => {
         const old = state.stopped.get(jobId);
@@ -679,7 +957,8 @@ export const orderFaults: Variant[] = [
     name: 'second-interact-after-stop-ghost',
     breaks: 'sequences',
     runsEveryRule: true,
-    description: 'refuses the first interact on a stopped session (410), but lets a retry through with 200 although no session starts: its stop then answers 404',
+    description:
+      'refuses the first interact on a stopped session (410), but lets a retry through with 200 although no session starts: its stop then answers 404',
     options: behaviour((base, state) => {
       const retries = new Map<string, number>();
       return {
@@ -687,7 +966,9 @@ export const orderFaults: Variant[] = [
           if (state.stopped.get(jobId)?.teamId !== team.id || state.sessions.has(jobId)) return base.interact(team, jobId, body);
           const attempt = (retries.get(jobId) ?? 0) + 1;
           retries.set(jobId, attempt);
-          return attempt === 1 ? base.error(410, 'Browser session has ended.') : { status: 200, body: { success: true, stdout: '', result: '', stderr: '', exitCode: 0, killed: false } };
+          return attempt === 1
+            ? base.error(410, 'Browser session has ended.')
+            : { status: 200, body: { success: true, stdout: '', result: '', stderr: '', exitCode: 0, killed: false } };
         },
       };
     }),
@@ -696,7 +977,8 @@ export const orderFaults: Variant[] = [
     name: 'stopped-flag-toggles',
     breaks: 'sequences',
     runsEveryRule: true,
-    description: "keeps a session's 'stopped' as a flag that each further stop flips instead of sets: the third stop finds it cleared and bills the session again",
+    description:
+      "keeps a session's 'stopped' as a flag that each further stop flips instead of sets: the third stop finds it cleared and bills the session again",
     options: behaviour((base, state) => {
       const stopped = new Map<string, boolean>();
       return {
@@ -768,31 +1050,81 @@ export const capsSessions = (cap: number, retryAfter: boolean): ReferenceOptions
   }));
 
 export const correctVariants: Variant[] = [
-  { name: 'minimal-success-body', description: 'answers the owner with {"success": true} only', options: stopReply((r) => (r.status === 200 ? { ...r, body: { success: true } } : r)) },
-  { name: 'extra-fields', description: 'adds cleanupQueued to results and a code to errors', options: behaviour((base) => ({ stop: (t, j) => { const r = base.stop(t, j); return withBody(r, r.status === 200 ? { cleanupQueued: true } : { code: `E${r.status}` }); } })) },
-  { name: 'other-error-wording', description: 'words every error differently', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, `Request failed (${status}): ${message.toLowerCase()}`, headers) })) },
+  {
+    name: 'minimal-success-body',
+    description: 'answers the owner with {"success": true} only',
+    options: stopReply((r) => (r.status === 200 ? { ...r, body: { success: true } } : r)),
+  },
+  {
+    name: 'extra-fields',
+    description: 'adds cleanupQueued to results and a code to errors',
+    options: behaviour((base) => ({
+      stop: (t, j) => {
+        const r = base.stop(t, j);
+        return withBody(r, r.status === 200 ? { cleanupQueued: true } : { code: `E${r.status}` });
+      },
+    })),
+  },
+  {
+    name: 'other-error-wording',
+    description: 'words every error differently',
+    options: behaviour((base) => ({
+      error: (status, message, headers) => base.error(status, `Request failed (${status}): ${message.toLowerCase()}`, headers),
+    })),
+  },
   { name: 'keyless-tier', description: 'runs a request without a key as an anonymous team (4xx, not 401)', options: behaviour(keyless) },
   {
     name: 'keyless-tier-over-quota',
     description: 'runs a request without a key as an anonymous team whose quota is used up: 429 to every one of them',
-    options: behaviour((base, state) => ({ ...keyless(base), limit: (key) => (key.startsWith('anonymous:') ? { allowed: false, retryAfterSeconds: 60 } : base.limit(key)) })),
+    options: behaviour((base) => ({
+      ...keyless(base),
+      limit: (key) => (key.startsWith('anonymous:') ? { allowed: false, retryAfterSeconds: 60 } : base.limit(key)),
+    })),
   },
-  { name: 'second-stop-200-without-charge', description: 'answers a stopped session with 200 and no creditsBilled, as the hosted service does', options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true } } : r)) },
+  {
+    name: 'second-stop-200-without-charge',
+    description: 'answers a stopped session with 200 and no creditsBilled, as the hosted service does',
+    options: stopReply((r, team, jobId, state) =>
+      r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true } } : r,
+    ),
+  },
   {
     name: 'second-stop-reports-zero',
     description: 'answers a stopped session with 200, a duration and creditsBilled 0: nothing billed by this request',
-    options: stopReply((r, team, jobId, state) => (r.status === 404 && state.stopped.get(jobId)?.teamId === team.id ? { status: 200, body: { success: true, sessionDurationMs: 5, creditsBilled: 0, alreadyStopped: true } } : r)),
+    options: stopReply((r, team, jobId, state) =>
+      r.status === 404 && state.stopped.get(jobId)?.teamId === team.id
+        ? { status: 200, body: { success: true, sessionDurationMs: 5, creditsBilled: 0, alreadyStopped: true } }
+        : r,
+    ),
   },
   {
     name: 'scrapes-unpriced',
     description: 'states no price in its scrape answers (data.metadata.creditsUsed left out); the account charges one credit a scrape',
-    options: behaviour((base) => ({ scrape: (team, body) => { const reply = base.scrape(team, body); delete (reply.body as { data?: { metadata?: { creditsUsed?: number } } }).data?.metadata?.creditsUsed; return reply; } })),
+    options: behaviour((base) => ({
+      scrape: (team, body) => {
+        const reply = base.scrape(team, body);
+        delete (reply.body as { data?: { metadata?: { creditsUsed?: number } } }).data?.metadata?.creditsUsed;
+        return reply;
+      },
+    })),
   },
-  { name: 'rate-limit-without-retry-after', description: 'sends 429 with no Retry-After header', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) })) },
-  { name: 'rate-limit-other-body', description: 'sends 429 with a plain-text body', options: behaviour((base) => ({ send: (res, reply) => (reply.status === 429 ? (res.writeHead(429, { 'Content-Type': 'text/plain', ...reply.headers }), res.end('Too Many Requests')) : base.send(res, reply)) })) },
+  {
+    name: 'rate-limit-without-retry-after',
+    description: 'sends 429 with no Retry-After header',
+    options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, message, status === 429 ? {} : headers) })),
+  },
+  {
+    name: 'rate-limit-other-body',
+    description: 'sends 429 with a plain-text body',
+    options: behaviour((base) => ({
+      send: (res, reply) =>
+        reply.status === 429 ? (res.writeHead(429, { 'Content-Type': 'text/plain', ...reply.headers }), res.end('Too Many Requests')) : base.send(res, reply),
+    })),
+  },
   {
     name: 'provisioning-race',
-    description: 'writes a scrape job 300 ms after answering its scrape, as the hosted service writes it without waiting: an interact sent at once answers 404 "Job not found."',
+    description:
+      'writes a scrape job 300 ms after answering its scrape, as the hosted service writes it without waiting: an interact sent at once answers 404 "Job not found."',
     options: behaviour((base, state) => ({
       scrape: (team, body) => {
         const reply = base.scrape(team, body);
@@ -806,33 +1138,101 @@ export const correctVariants: Variant[] = [
       },
     })),
   },
-  { name: 'connection-close', description: 'closes the connection after every answer (Connection: close): nothing is kept alive', options: behaviour((base) => ({ send: (res, reply) => base.send(res, { ...reply, headers: { ...reply.headers, Connection: 'close' } }) })) },
-  { name: 'slow-answers', description: 'delays every answer by 40 ms', options: behaviour((base) => ({ send: (res, reply) => void sleep(40).then(() => base.send(res, reply)) })) },
-  { name: 'json-charset', description: 'serves application/json; charset=utf-8', options: behaviour((base) => ({ send: (res, reply) => base.send(res, { ...reply, headers: { 'Content-Type': 'application/json; charset=utf-8', ...reply.headers } }) })) },
-  { name: 'billing-floor-seconds', description: 'bills whole elapsed seconds (floor)', options: behaviour(() => ({ bill: billAt(2, (ms) => Math.floor(ms / 1000)) })) },
-  { name: 'billing-exact', description: 'bills the exact duration, no rounding to seconds', options: behaviour(() => ({ bill: billAt(2, (ms) => ms / 1000) })) },
-  { name: 'billing-nearest-second-2-decimals', description: 'bills the nearest second, rounded to 2 decimals', options: behaviour(() => ({ bill: (ms) => Math.round(billAt(2, (t) => Math.round(t / 1000))(ms) * 100) / 100 })) },
-  { name: 'duration-10ms-granularity', description: 'reports durations from a clock with 10 ms steps', options: stopReply((r) => (r.status === 200 ? withBody(r, { sessionDurationMs: Math.floor(Number(body(r).sessionDurationMs) / 10) * 10 }) : r)) },
-  { name: 'www-authenticate', description: 'adds WWW-Authenticate to 401 answers', options: behaviour((base) => ({ error: (status, message, headers) => base.error(status, message, status === 401 ? { ...headers, 'WWW-Authenticate': 'Bearer realm="api"' } : headers) })) },
+  {
+    name: 'connection-close',
+    description: 'closes the connection after every answer (Connection: close): nothing is kept alive',
+    options: behaviour((base) => ({ send: (res, reply) => base.send(res, { ...reply, headers: { ...reply.headers, Connection: 'close' } }) })),
+  },
+  {
+    name: 'slow-answers',
+    description: 'delays every answer by 40 ms',
+    options: behaviour((base) => ({ send: (res, reply) => void sleep(40).then(() => base.send(res, reply)) })),
+  },
+  {
+    name: 'json-charset',
+    description: 'serves application/json; charset=utf-8',
+    options: behaviour((base) => ({
+      send: (res, reply) => base.send(res, { ...reply, headers: { 'Content-Type': 'application/json; charset=utf-8', ...reply.headers } }),
+    })),
+  },
+  {
+    name: 'billing-floor-seconds',
+    description: 'bills whole elapsed seconds (floor)',
+    options: behaviour(() => ({ bill: billAt(2, (ms) => Math.floor(ms / 1000)) })),
+  },
+  {
+    name: 'billing-exact',
+    description: 'bills the exact duration, no rounding to seconds',
+    options: behaviour(() => ({ bill: billAt(2, (ms) => ms / 1000) })),
+  },
+  {
+    name: 'billing-nearest-second-2-decimals',
+    description: 'bills the nearest second, rounded to 2 decimals',
+    options: behaviour(() => ({ bill: (ms) => Math.round(billAt(2, (t) => Math.round(t / 1000))(ms) * 100) / 100 })),
+  },
+  {
+    name: 'duration-10ms-granularity',
+    description: 'reports durations from a clock with 10 ms steps',
+    options: stopReply((r) => (r.status === 200 ? withBody(r, { sessionDurationMs: Math.floor(Number(body(r).sessionDurationMs) / 10) * 10 }) : r)),
+  },
+  {
+    name: 'www-authenticate',
+    description: 'adds WWW-Authenticate to 401 answers',
+    options: behaviour((base) => ({
+      error: (status, message, headers) => base.error(status, message, status === 401 ? { ...headers, 'WWW-Authenticate': 'Bearer realm="api"' } : headers),
+    })),
+  },
   { name: 'echoes-credentials', description: 'quotes the Authorization header it received in 403 and 401 errors', options: echoesCredentials() },
   { name: 'strict-rate-limit', description: 'allows only 20 requests per 2 s window', options: { rateLimit: { limit: 20, windowMs: 2000 } } },
   {
     name: 'rate-limit-proxy-html',
     description: 'answers 429 from a proxy in front of it: an HTML page, no JSON, no Retry-After',
     options: behaviour((base) => ({
-      send: (res, reply) => (reply.status === 429 ? (res.writeHead(429, { 'Content-Type': 'text/html' }), res.end('<html><body><h1>429 Too Many Requests</h1><p>nginx</p></body></html>')) : base.send(res, reply)),
+      send: (res, reply) =>
+        reply.status === 429
+          ? (res.writeHead(429, { 'Content-Type': 'text/html' }), res.end('<html><body><h1>429 Too Many Requests</h1><p>nginx</p></body></html>'))
+          : base.send(res, reply),
     })),
   },
-  { name: 'errors-with-details', description: 'adds a code and a details object to every error', options: behaviour((base) => ({ error: (status, message, headers) => withBody(base.error(status, message, headers), { code: `ERR_${status}`, details: { docs: 'https://docs.example.com/errors', retryable: status === 429 } }) })) },
-  { name: 'session-cap-1', description: 'allows each team one live session; the interact that would open another answers 429 with Retry-After', options: capsSessions(1, true) },
+  {
+    name: 'errors-with-details',
+    description: 'adds a code and a details object to every error',
+    options: behaviour((base) => ({
+      error: (status, message, headers) =>
+        withBody(base.error(status, message, headers), {
+          code: `ERR_${status}`,
+          details: { docs: 'https://docs.example.com/errors', retryable: status === 429 },
+        }),
+    })),
+  },
+  {
+    name: 'session-cap-1',
+    description: 'allows each team one live session; the interact that would open another answers 429 with Retry-After',
+    options: capsSessions(1, true),
+  },
   { name: 'session-cap-2-no-retry-after', description: 'allows each team two live sessions; beyond, 429 with no Retry-After', options: capsSessions(2, false) },
-  { name: 'session-cap-4', sessionCap: 4, description: 'allows each team four live sessions, as its runs are told (SESSION_CAP=4); beyond, 429 with Retry-After', options: capsSessions(4, true) },
-  { name: 'states-its-limit', description: "states each team's limit and window in its refusals' words (Limit (req/2s): 40)", options: statesItsLimit((_state, _rate, base) => (key) => base.limit(key)) },
-  { name: 'token-bucket-limiter', description: 'limits with a token bucket per team (50 tokens, 50 a second) instead of a fixed window', options: behaviour((_base, state) => ({ limit: tokenBucket(50, 50, state.clock) })) },
+  {
+    name: 'session-cap-4',
+    sessionCap: 4,
+    description: 'allows each team four live sessions, as its runs are told (SESSION_CAP=4); beyond, 429 with Retry-After',
+    options: capsSessions(4, true),
+  },
+  {
+    name: 'states-its-limit',
+    description: "states each team's limit and window in its refusals' words (Limit (req/2s): 40)",
+    options: statesItsLimit((_state, _rate, base) => (key) => base.limit(key)),
+  },
+  {
+    name: 'token-bucket-limiter',
+    description: 'limits with a token bucket per team (50 tokens, 50 a second) instead of a fixed window',
+    options: behaviour((_base, state) => ({ limit: tokenBucket(50, 50, state.clock) })),
+  },
 ];
 
 /** A plan per team whose refusals state it in words, as `Limit (req/2s): 40`; `limiter` decides. */
-function statesItsLimit(limiter: (state: ReferenceState, rate: (key: string) => { limit: number; windowMs: number }, base: Behaviour) => Behaviour['limit']): ReferenceOptions {
+function statesItsLimit(
+  limiter: (state: ReferenceState, rate: (key: string) => { limit: number; windowMs: number }, base: Behaviour) => Behaviour['limit'],
+): ReferenceOptions {
   const STATED_PLANS = { limit: 150, windowMs: 1000, perTeam: { 'team-burst': { limit: 40, windowMs: 2000 } } };
   const rate = (key: string) => STATED_PLANS.perTeam[key.slice(0, key.indexOf(':')) as 'team-burst'] ?? STATED_PLANS;
   return withLimit(STATED_PLANS, (base, state) => {
@@ -840,7 +1240,8 @@ function statesItsLimit(limiter: (state: ReferenceState, rate: (key: string) => 
     const decide = limiter(state, rate, base);
     return {
       limit: (key) => ((last = rate(key)), decide(key)),
-      error: (status, message, headers) => base.error(status, status === 429 ? `Rate limit exceeded. Limit (req/${last.windowMs / 1000}s): ${last.limit}. ${message}` : message, headers),
+      error: (status, message, headers) =>
+        base.error(status, status === 429 ? `Rate limit exceeded. Limit (req/${last.windowMs / 1000}s): ${last.limit}. ${message}` : message, headers),
     };
   });
 }
@@ -867,7 +1268,8 @@ function echoesCredentials(): ReferenceOptions {
   let lastAuthorization = '';
   return behaviour((base) => ({
     authenticate: (h) => ((lastAuthorization = h ?? ''), base.authenticate(h)),
-    error: (status, message, headers) => base.error(status, status === 401 || status === 403 ? `${message} (credentials: ${lastAuthorization})` : message, headers),
+    error: (status, message, headers) =>
+      base.error(status, status === 401 || status === 403 ? `${message} (credentials: ${lastAuthorization})` : message, headers),
   }));
 }
 

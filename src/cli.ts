@@ -12,20 +12,20 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { Ledger, ledgerFile } from './domain/ledger';
-import { COMMAND_PIPE_VARIABLE, endingFile } from './playwright/global-setup';
-import { channel, removeRunFolder, reportsFolderInUse } from './coordination/run-folder';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { RULE_IDS, RULES, type RuleId } from './config/rules';
-import { stopOpenSessions } from './domain/cleanup';
 import { BUDGET_FOLDER_VARIABLE, ConfigurationError, loadSettings, SELECTED_RULES_VARIABLE, SETTINGS_TABLE, type Settings } from './config/settings';
-import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from './report/verdict';
-import { buildAllureReport } from './report/allure-report';
-import { ledgerFiles, runShards, SHARD_FOLDERS, shardFolders } from './shards';
-import { REPRODUCTIONS } from './reproduction/plan';
-import { replay, reproductionsIn } from './replay';
-import { TEAMS_FILE } from './domain/target';
+import { channel, removeRunFolder, reportsFolderInUse } from './coordination/run-folder';
 import { describePrediction, predict } from './domain/budget';
+import { stopOpenSessions } from './domain/cleanup';
+import { Ledger, ledgerFile } from './domain/ledger';
+import { TEAMS_FILE } from './domain/target';
+import { COMMAND_PIPE_VARIABLE, endingFile } from './playwright/global-setup';
+import { replay, reproductionsIn } from './replay';
+import { buildAllureReport } from './report/allure-report';
+import { EXIT_CODES, mergeSummaries, renderSummary, type Summary } from './report/verdict';
+import { REPRODUCTIONS } from './reproduction/plan';
+import { ledgerFiles, runShards, SHARD_FOLDERS, shardFolders } from './shards';
 
 const ROOT = path.join(__dirname, '..');
 const NAME = 'stop-session-conformance';
@@ -101,14 +101,19 @@ function readFlags<T extends Options>(argv: string[], options: T) {
     else continue;
     delete values[token.name];
   }
-  if (keyFlags.length) problems.push(`${[...new Set(keyFlags)].join(', ')}: keys are read from the environment only (API_KEY, FOREIGN_API_KEY, BURST_API_KEY, or .env), never from flags`);
+  if (keyFlags.length)
+    problems.push(
+      `${[...new Set(keyFlags)].join(', ')}: keys are read from the environment only (API_KEY, FOREIGN_API_KEY, BURST_API_KEY, or .env), never from flags`,
+    );
   return { values: values as ReturnType<typeof parseArgs<{ options: T; allowPositionals: true }>>['values'], positionals, problems };
 }
 
 function unknownFlag(name: string, rawName: string, known: string[]): string {
   const [nearest] = [...known, 'help'].map((option) => ({ option, edits: distance(name.toLowerCase(), option) })).sort((a, b) => a.edits - b.edits);
   // Only when close: about one edit in three characters.
-  return nearest && nearest.edits <= Math.max(1, Math.floor(name.length / 3)) ? `unknown option ${rawName}; did you mean --${nearest.option}?` : `unknown option ${rawName}: see --help`;
+  return nearest && nearest.edits <= Math.max(1, Math.floor(name.length / 3))
+    ? `unknown option ${rawName}; did you mean --${nearest.option}?`
+    : `unknown option ${rawName}: see --help`;
 }
 
 /** Edits from one word to another: a character inserted, deleted or replaced, or two neighbours swapped. */
@@ -153,7 +158,17 @@ async function run(argv: string[]): Promise<number> {
   // The rules chosen are part of the settings: they decide what the run will spend.
   if (selectedRules(values).length) process.env[SELECTED_RULES_VARIABLE] = selectedRules(values).join(',');
   else delete process.env[SELECTED_RULES_VARIABLE];
-  const settings = settingsWith({ BASE_URL: values['base-url'], KNOWN_DEVIATIONS: values['known-deviations'], STRICT: values.strict ? '1' : undefined, REPORTS_DIR: values.reports && path.resolve(values.reports), SESSION_BUDGET: values['session-budget'], CREDIT_BUDGET: values['credit-budget'] }, problems);
+  const settings = settingsWith(
+    {
+      BASE_URL: values['base-url'],
+      KNOWN_DEVIATIONS: values['known-deviations'],
+      STRICT: values.strict ? '1' : undefined,
+      REPORTS_DIR: values.reports && path.resolve(values.reports),
+      SESSION_BUDGET: values['session-budget'],
+      CREDIT_BUDGET: values['credit-budget'],
+    },
+    problems,
+  );
   if (!settings || problems.length) return configurationError(problems);
   console.log(describePrediction(predict(settings), settings));
   // A dry run says what the run would spend, and sends nothing.
@@ -162,12 +177,27 @@ async function run(argv: string[]): Promise<number> {
   const busy = reportsFolderInUse(settings.reportsDir);
   if (busy) return configurationError(busy);
   // The shards of an earlier run are deleted below: not while their ledgers hold sessions that may still run.
-  const leftInShards = shardFolders(settings.reportsDir).flatMap((folder) => ledgerFiles(folder)).flatMap((file) => new Ledger(file).open().filter((entry) => !entry.embedded));
-  if (leftInShards.length) return configurationError(`the shards of an earlier run left ${leftInShards.length} session(s) open in their ledgers under ${settings.reportsDir}: run \`${NAME} cleanup\` first`);
+  const leftInShards = shardFolders(settings.reportsDir)
+    .flatMap((folder) => ledgerFiles(folder))
+    .flatMap((file) => new Ledger(file).open().filter((entry) => !entry.embedded));
+  if (leftInShards.length)
+    return configurationError(
+      `the shards of an earlier run left ${leftInShards.length} session(s) open in their ledgers under ${settings.reportsDir}: run \`${NAME} cleanup\` first`,
+    );
   process.env.REPORTS_DIR = settings.reportsDir;
   if (settings.knownDeviationsFile) process.env.KNOWN_DEVIATIONS = settings.knownDeviationsFile;
   // What an earlier run wrote, and the channels earlier versions of the kit kept in the reports folder.
-  for (const stale of ['allure-results', 'allure-report', 'test-results', 'junit.xml', 'conformance-summary.json', 'rate-limit', REPRODUCTIONS, ...SHARD_FOLDERS, ...OLD_CHANNELS]) {
+  for (const stale of [
+    'allure-results',
+    'allure-report',
+    'test-results',
+    'junit.xml',
+    'conformance-summary.json',
+    'rate-limit',
+    REPRODUCTIONS,
+    ...SHARD_FOLDERS,
+    ...OLD_CHANNELS,
+  ]) {
     rmSync(path.join(settings.reportsDir, stale), { recursive: true, force: true });
   }
   if (shards > 1) {
@@ -176,7 +206,8 @@ async function run(argv: string[]): Promise<number> {
       ...(settings.knownDeviationsFile ? ['--known-deviations', settings.knownDeviationsFile] : []),
       ...(values.strict ? ['--strict'] : []),
       // The session budget is the whole run's: the shards and the burst's run after them take from one folder.
-      '--session-budget', String(predict(settings).budget),
+      '--session-budget',
+      String(predict(settings).budget),
       ...(values.grep ? ['--grep', values.grep] : []),
       ...(values['grep-invert'] ? ['--grep-invert', values['grep-invert']] : []),
     ];
@@ -203,8 +234,13 @@ async function run(argv: string[]): Promise<number> {
 /** After a run that left reproductions: how to run them again once the target is fixed. */
 function nextStep(reportsDir: string): void {
   if (!reproductionsIn(reportsDir).length) return;
-  const folder = reportsDir === path.resolve('reports') ? '' : ` ${path.relative(process.cwd(), reportsDir).startsWith('..') ? reportsDir : path.relative(process.cwd(), reportsDir)}`;
-  console.log(`After a fix: npx ${NAME} replay${folder} (npm run replay${folder && ` --${folder}`} in a clone) runs these reproductions again against the target configured now.`);
+  const folder =
+    reportsDir === path.resolve('reports')
+      ? ''
+      : ` ${path.relative(process.cwd(), reportsDir).startsWith('..') ? reportsDir : path.relative(process.cwd(), reportsDir)}`;
+  console.log(
+    `After a fix: npx ${NAME} replay${folder} (npm run replay${folder && ` --${folder}`} in a clone) runs these reproductions again against the target configured now.`,
+  );
 }
 
 /** The rules --rule and --skip-rule select; empty for all. */
@@ -255,14 +291,23 @@ async function finish(settings: Settings, signalled: string | undefined, allure:
   const ledger = new Ledger(ledgerFile(settings.reportsDir));
   const leftOpen =
     signalled === TARGET_STOPPED_ANSWERING
-      ? { stopped: [], failed: ledger.open().filter((entry) => !entry.embedded && !ledger.heldNothing(entry.target, entry.jobId)).map((entry) => `${entry.jobId} at ${entry.target}: running since ${entry.at}; not stopped: the run ended when the target stopped answering`) }
+      ? {
+          stopped: [],
+          failed: ledger
+            .open()
+            .filter((entry) => !entry.embedded && !ledger.heldNothing(entry.target, entry.jobId))
+            .map((entry) => `${entry.jobId} at ${entry.target}: running since ${entry.at}; not stopped: the run ended when the target stopped answering`),
+        }
       : await stopOpenSessions(ledger, settings, (entry) => !entry.embedded);
   if (leftOpen.stopped.length) console.log(`Stopped ${leftOpen.stopped.length} session(s) the run left:\n  ${leftOpen.stopped.join('\n  ')}`);
-  if (leftOpen.failed.length) console.error(`Could not stop ${leftOpen.failed.length} session(s):\n  ${leftOpen.failed.join('\n  ')}\nRun \`${NAME} cleanup\` to try again.`);
+  if (leftOpen.failed.length)
+    console.error(`Could not stop ${leftOpen.failed.length} session(s):\n  ${leftOpen.failed.join('\n  ')}\nRun \`${NAME} cleanup\` to try again.`);
 
   const summaryFile = path.join(settings.reportsDir, 'conformance-summary.json');
   if (!existsSync(summaryFile)) {
-    console.error(signalled ? `The run was stopped (${signalled}) before it wrote a verdict.` : 'The run ended without a conformance summary: see the errors above.');
+    console.error(
+      signalled ? `The run was stopped (${signalled}) before it wrote a verdict.` : 'The run ended without a conformance summary: see the errors above.',
+    );
     return EXIT_CODES.error;
   }
   const summary = JSON.parse(readFileSync(summaryFile, 'utf8')) as Summary;
@@ -316,7 +361,9 @@ function runPlaywright(args: string[], settings: Settings): Promise<string | und
       if (signalled || !existsSync(hang) || existsSync(ending)) return;
       clearInterval(watch);
       signalled = TARGET_STOPPED_ANSWERING;
-      console.error(`\nThe target stopped answering: ${readFileSync(hang, 'utf8')}\nEnding the run, an error of the run (exit 2; 1 if a failure was found): its teardown stops the sessions it created…`);
+      console.error(
+        `\nThe target stopped answering: ${readFileSync(hang, 'utf8')}\nEnding the run, an error of the run (exit 2; 1 if a failure was found): its teardown stops the sessions it created…`,
+      );
       child.kill('SIGINT');
     }, 250);
     const onInt = () => forward('SIGINT');

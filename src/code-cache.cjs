@@ -53,8 +53,8 @@ function install(dir, state) {
       }
     }
   });
-  Module.prototype._compile = function (content, filename) {
-    if (!BUNDLES.test(filename) || content.length < 16_384 || content.startsWith('#!')) return compile.apply(this, arguments);
+  Module.prototype._compile = function (content, filename, ...rest) {
+    if (!BUNDLES.test(filename) || content.length < 16_384 || content.startsWith('#!')) return compile.call(this, content, filename, ...rest);
     const file = path.join(dir, crypto.createHash('sha1').update(filename).update('\0').update(content).digest('hex'));
     let script;
     let cachedData;
@@ -66,7 +66,7 @@ function install(dir, state) {
         importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
       });
     } catch {
-      return compile.apply(this, arguments);
+      return compile.call(this, content, filename, ...rest);
     }
     if (cachedData && !script.cachedDataRejected) state.hits += 1;
     else (state.misses += 1), unwritten.push({ file, script });
@@ -78,5 +78,5 @@ const dir = folder();
 if (dir && !globalThis[STATE]) {
   const state = (globalThis[STATE] = { dir, hits: 0, misses: 0, builtIn: typeof Module.enableCompileCache === 'function' });
   if (state.builtIn) Module.enableCompileCache(dir);
-  else if (vm.constants && vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER) install(dir, state);
+  else if (vm.constants?.USE_MAIN_CONTEXT_DEFAULT_LOADER) install(dir, state);
 }

@@ -17,14 +17,27 @@ const VERDICTS: Record<number, string> = { 0: 'FIXED', 1: 'STILL FAILING', 2: 'C
 
 /** A run's reproductions: in its reports folder, and with --shards in each shard's folder and the rate-limit run's. */
 export function reproductionsIn(reports: string): { id: string; file: string }[] {
-  const folders = [reports, ...readdirSync(reports).filter((name) => /^shard-\d+$/.test(name) || name === 'rate-limit').map((name) => path.join(reports, name))];
-  return folders.flatMap((folder) => {
-    const own = path.join(folder, REPRODUCTIONS);
-    if (!existsSync(own)) return [];
-    return readdirSync(own, { recursive: true, encoding: 'utf8' })
-      .filter((name) => name.endsWith('.mjs'))
-      .map((name) => ({ id: name.replace(/\.mjs$/, '').split(path.sep).join('/'), file: path.join(own, name) }));
-  }).sort((a, b) => a.file.localeCompare(b.file));
+  const folders = [
+    reports,
+    ...readdirSync(reports)
+      .filter((name) => /^shard-\d+$/.test(name) || name === 'rate-limit')
+      .map((name) => path.join(reports, name)),
+  ];
+  return folders
+    .flatMap((folder) => {
+      const own = path.join(folder, REPRODUCTIONS);
+      if (!existsSync(own)) return [];
+      return readdirSync(own, { recursive: true, encoding: 'utf8' })
+        .filter((name) => name.endsWith('.mjs'))
+        .map((name) => ({
+          id: name
+            .replace(/\.mjs$/, '')
+            .split(path.sep)
+            .join('/'),
+          file: path.join(own, name),
+        }));
+    })
+    .sort((a, b) => a.file.localeCompare(b.file));
 }
 
 function runOne(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
@@ -59,7 +72,12 @@ export async function replay(settings: Settings, folder: string | undefined, any
   const now = targetOf(settings);
   const others = targets.filter((target) => target !== now);
   if (others.length && !anyTarget) {
-    const there = others.length === 1 ? (others[0] === EMBEDDED_TARGET ? 'unset BASE_URL and the keys' : `set BASE_URL=${others[0]} and its keys`) : 'set BASE_URL to the target each was made against';
+    const there =
+      others.length === 1
+        ? others[0] === EMBEDDED_TARGET
+          ? 'unset BASE_URL and the keys'
+          : `set BASE_URL=${others[0]} and its keys`
+        : 'set BASE_URL to the target each was made against';
     console.error(
       `Configuration error:\n  - the reproductions in ${shown} were made against ${targets.map(named).join(' and ')} ${when}, and the target configured now is ${named(now)}. ` +
         `To replay them where they failed, ${there}; to replay them against ${named(now)} all the same, give --any-target.`,
@@ -75,7 +93,9 @@ export async function replay(settings: Settings, folder: string | undefined, any
     Object.assign(env, { BASE_URL: server.url, API_KEY: owner.keys[0], FOREIGN_API_KEY: foreign.keys[0], BURST_API_KEY: burst.keys[0] });
   }
   console.log(`Replaying ${files.length} reproduction(s) of ${shown} against ${settings.embedded ? 'a fresh embedded reference' : settings.baseURL}`);
-  console.log(`Made against ${targets.length ? targets.map(named).join(' and ') : 'a target not recorded'} ${when}${others.length ? ' (another target: --any-target)' : ''}`);
+  console.log(
+    `Made against ${targets.length ? targets.map(named).join(' and ') : 'a target not recorded'} ${when}${others.length ? ' (another target: --any-target)' : ''}`,
+  );
   let worst = 0;
   try {
     for (const { id, file } of files) {

@@ -15,7 +15,8 @@ const ROOT = path.join(__dirname, '..');
 export const SHARD_FOLDERS = Array.from({ length: 16 }, (_, index) => `shard-${index + 1}`);
 
 /** The folders of a sharded run under a reports folder (--shards), that exist. */
-export const shardFolders = (reportsDir: string) => [...SHARD_FOLDERS, 'rate-limit'].map((folder) => path.join(reportsDir, folder)).filter((folder) => existsSync(folder));
+export const shardFolders = (reportsDir: string) =>
+  [...SHARD_FOLDERS, 'rate-limit'].map((folder) => path.join(reportsDir, folder)).filter((folder) => existsSync(folder));
 /** A folder's ledger and the one an earlier run left. */
 export const ledgerFiles = (folder: string) => [ledgerFile(folder), ledgerFile(folder).replace(/\.jsonl$/, '.previous.jsonl')];
 
@@ -36,7 +37,11 @@ export async function runShards(total: number, common: string[], selected: RuleI
   const child = (args: string[], log?: string) =>
     new Promise<number>((resolve) => {
       const out = log ? openSync(log, 'w') : 'inherit';
-      const run = spawn(process.execPath, [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', ...common, ...args, ...(positionals.length ? ['--', ...positionals] : [])], { stdio: ['ignore', out, out] });
+      const run = spawn(
+        process.execPath,
+        [path.join(ROOT, 'bin', 'stop-session-conformance.js'), 'run', ...common, ...args, ...(positionals.length ? ['--', ...positionals] : [])],
+        { stdio: ['ignore', out, out] },
+      );
       const forward = () => run.kill('SIGTERM');
       process.on('SIGINT', forward).on('SIGTERM', forward);
       run.on('close', (code) => {
@@ -54,15 +59,29 @@ export async function runShards(total: number, common: string[], selected: RuleI
 }
 
 /** The stages of --shards: the shards side by side, the burst alone, one verdict and one report. */
-async function shardsThenBurst(total: number, rest: RuleId[], selected: RuleId[], settings: Settings, child: (args: string[], log?: string) => Promise<number>, interrupted: () => NodeJS.Signals | undefined): Promise<number> {
+async function shardsThenBurst(
+  total: number,
+  rest: RuleId[],
+  selected: RuleId[],
+  settings: Settings,
+  child: (args: string[], log?: string) => Promise<number>,
+  interrupted: () => NodeJS.Signals | undefined,
+): Promise<number> {
   const folders: string[] = [];
   const codes: number[] = [];
   if (rest.length) {
     const shardDirs = SHARD_FOLDERS.slice(0, total).map((folder) => path.join(settings.reportsDir, folder));
     for (const folder of shardDirs) mkdirSync(folder, { recursive: true });
-    console.log(`Running ${total} shards side by side (rules ${rest.join(', ')}); their output goes to ${path.relative(process.cwd(), settings.reportsDir) || '.'}/shard-<i>/run.log.`);
-    const shardCodes = await Promise.all(shardDirs.map((folder, index) => child([...rest.flatMap((id) => ['--rule', id]), `--shard=${index + 1}/${total}`, '--reports', folder, '--no-allure'], path.join(folder, 'run.log'))));
-    shardCodes.forEach((code, index) => console.log(`  shard ${index + 1}/${total}: exit ${code} (${path.relative(process.cwd(), path.join(shardDirs[index], 'run.log'))})`));
+    console.log(
+      `Running ${total} shards side by side (rules ${rest.join(', ')}); their output goes to ${path.relative(process.cwd(), settings.reportsDir) || '.'}/shard-<i>/run.log.`,
+    );
+    const shardCodes = await Promise.all(
+      shardDirs.map((folder, index) =>
+        child([...rest.flatMap((id) => ['--rule', id]), `--shard=${index + 1}/${total}`, '--reports', folder, '--no-allure'], path.join(folder, 'run.log')),
+      ),
+    );
+    for (const [index, code] of shardCodes.entries())
+      console.log(`  shard ${index + 1}/${total}: exit ${code} (${path.relative(process.cwd(), path.join(shardDirs[index], 'run.log'))})`);
     folders.push(...shardDirs);
     codes.push(...shardCodes);
   }
@@ -87,7 +106,8 @@ async function shardsThenBurst(total: number, rest: RuleId[], selected: RuleId[]
     console.log(report ? `Allure report: ${path.relative(process.cwd(), report)}` : 'The Allure report could not be generated.');
   }
   // A process that ended in an error (2, or a crash), or a run stopped by a signal, is an error, unless a failure was found.
-  if (interrupted()) console.error(`${interrupted()}: the run was stopped${selected.includes('rate-limit') || !selected.length ? ' before the rate-limit rule' : ''}.`);
+  if (interrupted())
+    console.error(`${interrupted()}: the run was stopped${selected.includes('rate-limit') || !selected.length ? ' before the rate-limit rule' : ''}.`);
   const crashed = !!interrupted() || codes.some((code) => ![EXIT_CODES.pass, EXIT_CODES.fail, EXIT_CODES.incomplete].includes(code));
   return crashed && merged.exitCode !== EXIT_CODES.fail ? EXIT_CODES.error : merged.exitCode;
 }

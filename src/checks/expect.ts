@@ -4,9 +4,8 @@
  */
 import { expect as baseExpect } from '@playwright/test';
 import { redact } from '../http/redact';
-import { schemaErrors, type SchemaName } from './schemas';
+import { type SchemaName, schemaErrors } from './schemas';
 import { oneOf } from './words';
-
 
 const playwrightExpect = baseExpect.extend({
   // The value judged is the one received, the allowed set the one expected (toContain reads the other way round).
@@ -15,7 +14,8 @@ const playwrightExpect = baseExpect.extend({
     return {
       pass,
       name: 'toBeOneOf',
-      message: () => `expect(received).${pass ? 'not.' : ''}toBeOneOf(expected)\n\nExpected: ${pass ? 'not ' : ''}one of ${oneOf(expected)}\nReceived: ${redact(JSON.stringify(received) ?? String(received))}`,
+      message: () =>
+        `expect(received).${pass ? 'not.' : ''}toBeOneOf(expected)\n\nExpected: ${pass ? 'not ' : ''}one of ${oneOf(expected)}\nReceived: ${redact(JSON.stringify(received) ?? String(received))}`,
     };
   },
   toMatchSchema(received: any, name: SchemaName) {
@@ -52,7 +52,10 @@ function plainMatchers(actual: any) {
     toBeLessThan: (expected: number) => void ((isNumber(actual) && isNumber(expected) && actual < expected) || notQuick()),
     toBeOneOf: (expected: readonly unknown[]) => void (expected.some((value) => Object.is(value, actual)) || notQuick()),
     toContain: (expected: unknown) =>
-      void ((Array.isArray(actual) ? actual.indexOf(expected) !== -1 : typeof actual === 'string' && typeof expected === 'string' && actual.includes(expected)) || notQuick()),
+      void (
+        (Array.isArray(actual) ? actual.indexOf(expected) !== -1 : typeof actual === 'string' && typeof expected === 'string' && actual.includes(expected)) ||
+        notQuick()
+      ),
     toEqual: (expected: unknown) => void ((Array.isArray(expected) && expected.length === 0 && Array.isArray(actual) && actual.length === 0) || notQuick()),
     toMatchSchema: (name: SchemaName) => void (schemaErrors(actual, name).length === 0 || notQuick()),
   };
@@ -61,7 +64,8 @@ function plainMatchers(actual: any) {
 let plain = false;
 
 export const expect = new Proxy(playwrightExpect, {
-  apply: (target, self, args: Parameters<typeof playwrightExpect>) => (plain ? new Proxy(plainMatchers(args[0]), { get: (matchers, name) => (matchers as any)[name] ?? notQuick() }) : Reflect.apply(target, self, args)),
+  apply: (target, self, args: Parameters<typeof playwrightExpect>) =>
+    plain ? new Proxy(plainMatchers(args[0]), { get: (matchers, name) => (matchers as any)[name] ?? notQuick() }) : Reflect.apply(target, self, args),
 });
 
 /**

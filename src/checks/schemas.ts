@@ -33,5 +33,8 @@ export function schemaErrors(body: unknown, name: SchemaName): string[] {
   const validate = schemas().getSchema(`${name}.json`);
   if (!validate) throw new Error(`No schema named ${name} in schemas/`);
   if (validate(body)) return [];
-  return (validate.errors ?? []).map((problem) => `${problem.instancePath || '(root)'} ${problem.message}${problem.params && 'allowedValue' in problem.params ? ` (${JSON.stringify(problem.params.allowedValue)})` : ''}`);
+  return (validate.errors ?? []).map(
+    (problem) =>
+      `${problem.instancePath || '(root)'} ${problem.message}${problem.params && 'allowedValue' in problem.params ? ` (${JSON.stringify(problem.params.allowedValue)})` : ''}`,
+  );
 }

@@ -76,13 +76,16 @@ function readBillingRule(value: unknown, problems: string[]): DeclaredBilling | 
   const positive = (name: string, optional: boolean) => {
     const number = rule?.[name];
     if (number === undefined && optional) return;
-    if (typeof number !== 'number' || !(number > 0)) problems.push(`billing.rule.${name} must be a number above 0${optional ? ' when given' : ''} (got ${JSON.stringify(number ?? null)}).`);
+    if (typeof number !== 'number' || !(number > 0))
+      problems.push(`billing.rule.${name} must be a number above 0${optional ? ' when given' : ''} (got ${JSON.stringify(number ?? null)}).`);
   };
   positive('creditsPerMinute', false);
   positive('durationUnitMs', true);
   positive('creditStep', true);
-  if (rule?.minimumCredits !== undefined && !(typeof rule.minimumCredits === 'number' && rule.minimumCredits >= 0)) problems.push('billing.rule.minimumCredits must be a number of at least 0 when given.');
-  if (!ROUNDINGS.includes(rule?.rounding as string)) problems.push(`billing.rule.rounding must be one of ${ROUNDINGS.join(', ')} (got ${JSON.stringify(rule?.rounding ?? null)}).`);
+  if (rule?.minimumCredits !== undefined && !(typeof rule.minimumCredits === 'number' && rule.minimumCredits >= 0))
+    problems.push('billing.rule.minimumCredits must be a number of at least 0 when given.');
+  if (!ROUNDINGS.includes(rule?.rounding as string))
+    problems.push(`billing.rule.rounding must be one of ${ROUNDINGS.join(', ')} (got ${JSON.stringify(rule?.rounding ?? null)}).`);
   const unknown = Object.keys(rule ?? {}).filter((key) => !['creditsPerMinute', 'durationUnitMs', 'creditStep', 'rounding', 'minimumCredits'].includes(key));
   if (unknown.length) problems.push(`billing.rule has fields this suite does not know: ${unknown.join(', ')}.`);
   if (typeof reason !== 'string' || reason.trim().length < 10) problems.push('billing.reason must say why, with numbers where there are some.');
@@ -107,14 +110,22 @@ export function readKnownDeviations(file: string): KnownDeviations {
   } catch (error) {
     throw new Error(`${file} is not valid JSON (${(error as Error).message}).`);
   }
-  if (!Array.isArray(parsed?.deviations ?? []) || (parsed?.deviations === undefined && parsed?.billing === undefined && parsed?.authentication === undefined && parsed?.clock === undefined)) {
-    throw new Error(`${file} must hold {"billing": {"rule", "reason"}}, {"clock": {"resolutionMs", "reason"}}, {"authentication": {"schemeWord", "reason"}} or {"deviations": [{"test", "check", "reason"}]}.`);
+  if (
+    !Array.isArray(parsed?.deviations ?? []) ||
+    (parsed?.deviations === undefined && parsed?.billing === undefined && parsed?.authentication === undefined && parsed?.clock === undefined)
+  ) {
+    throw new Error(
+      `${file} must hold {"billing": {"rule", "reason"}}, {"clock": {"resolutionMs", "reason"}}, {"authentication": {"schemeWord", "reason"}} or {"deviations": [{"test", "check", "reason"}]}.`,
+    );
   }
   const problems: string[] = [];
   const billing = readBillingRule(parsed.billing, problems);
   const clock = readClock(parsed.clock, problems);
   const authentication = parsed.authentication as DeclaredSchemeWord | undefined;
-  if (authentication !== undefined && (authentication?.schemeWord !== 'ignored' || typeof authentication.reason !== 'string' || authentication.reason.trim().length < 10)) {
+  if (
+    authentication !== undefined &&
+    (authentication?.schemeWord !== 'ignored' || typeof authentication.reason !== 'string' || authentication.reason.trim().length < 10)
+  ) {
     problems.push('authentication must be {"schemeWord": "ignored", "reason": "..."}: the key is taken after any scheme word.');
   }
   const deviations: KnownDeviation[] = [];
@@ -148,7 +159,9 @@ export function readKnownDeviations(file: string): KnownDeviations {
       return;
     }
     if (billing && entry.check === 'credits') {
-      problems.push(`${where}: the credits of every billing check follow the declared billing rule; an entry for them would excuse a charge the rule does not give.`);
+      problems.push(
+        `${where}: the credits of every billing check follow the declared billing rule; an entry for them would excuse a charge the rule does not give.`,
+      );
       return;
     }
     const key = `${entry.test} ${entry.check}`;

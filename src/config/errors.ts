@@ -23,7 +23,10 @@ export class RunError extends Error {
  * declares it does instead (its billing rule): the check turns it into a known deviation.
  */
 export class DeclaredBehaviour extends Error {
-  constructor(message: string, readonly reason: string) {
+  constructor(
+    message: string,
+    readonly reason: string,
+  ) {
     super(message);
     this.name = 'DeclaredBehaviour';
     this.stack = message;
@@ -42,19 +45,29 @@ export class KnownDeviationError extends Error {
 
 /** A message without terminal colours. */
 export function plain(message: string): string {
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape that starts a terminal colour
   return message.replace(/\u001b\[[0-9;]*m/g, '');
 }
 
 /** The first non-empty line of a message, without terminal colours. */
 export function firstLine(message: string | undefined): string | undefined {
-  return message === undefined ? undefined : plain(message).split('\n').find((line) => line.trim())?.trim();
+  return message === undefined
+    ? undefined
+    : plain(message)
+        .split('\n')
+        .find((line) => line.trim())
+        ?.trim();
 }
 
 /** Whether a result's error is an error of the run: a RunError, a test past its timeout, a crashed worker. */
 export function isRunError(message: string): boolean {
   const line = firstLine(message) ?? '';
-  return /^(Error: )?RunError: /.test(line) || /^Test timeout of \d+ms exceeded/.test(line) || /^Tearing down "[^"]+" exceeded the test timeout of \d+ms/.test(line) || /^Error: worker process exited unexpectedly/.test(line);
+  return (
+    /^(Error: )?RunError: /.test(line) ||
+    /^Test timeout of \d+ms exceeded/.test(line) ||
+    /^Tearing down "[^"]+" exceeded the test timeout of \d+ms/.test(line) ||
+    /^Error: worker process exited unexpectedly/.test(line)
+  );
 }
 
 /** Whether a result's error is a declared deviation's: its own message begins so, never an answer's text. */

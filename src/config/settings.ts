@@ -6,8 +6,15 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import dotenv from 'dotenv';
+import {
+  type DeclaredBilling,
+  type DeclaredClock,
+  type DeclaredSchemeWord,
+  type KnownDeviation,
+  type KnownDeviations,
+  readKnownDeviations,
+} from './deviations';
 import { parseRate, type Rate } from './rates';
-import { readKnownDeviations, type DeclaredBilling, type DeclaredClock, type DeclaredSchemeWord, type KnownDeviation, type KnownDeviations } from './deviations';
 
 export interface Settings {
   /** The target's address without /v2; for the embedded reference, the address it was started on. */
@@ -84,38 +91,121 @@ export class ConfigurationError extends Error {
 
 /** Every setting, for --help and the README: variable, flag of the command, default, meaning. */
 export const SETTINGS_TABLE: { env: string; flag?: string; default: string; meaning: string }[] = [
-  { env: 'BASE_URL', flag: '--base-url', default: 'embedded reference', meaning: 'Address of the target, without /v2. Unset: the embedded reference is started on an ephemeral port.' },
-  { env: 'API_KEY', default: 'fixture key', meaning: "Key of the team that owns the sessions the suite creates (required with BASE_URL)." },
-  { env: 'FOREIGN_API_KEY', default: 'fixture key', meaning: "Key of another team (required with BASE_URL, must differ)." },
-  { env: 'BURST_API_KEY', default: 'fixture key; none with BASE_URL', meaning: "Key of a third team (optional, must differ). The burst then drains that team's limit and runs beside the other tests; without it, it drains the owner's and runs alone, last. Only for a target that limits per team." },
+  {
+    env: 'BASE_URL',
+    flag: '--base-url',
+    default: 'embedded reference',
+    meaning: 'Address of the target, without /v2. Unset: the embedded reference is started on an ephemeral port.',
+  },
+  { env: 'API_KEY', default: 'fixture key', meaning: 'Key of the team that owns the sessions the suite creates (required with BASE_URL).' },
+  { env: 'FOREIGN_API_KEY', default: 'fixture key', meaning: 'Key of another team (required with BASE_URL, must differ).' },
+  {
+    env: 'BURST_API_KEY',
+    default: 'fixture key; none with BASE_URL',
+    meaning:
+      "Key of a third team (optional, must differ). The burst then drains that team's limit and runs beside the other tests; without it, it drains the owner's and runs alone, last. Only for a target that limits per team.",
+  },
   { env: 'KNOWN_DEVIATIONS', flag: '--known-deviations', default: 'none', meaning: 'Known-deviations file of the target.' },
   { env: 'STRICT', flag: '--strict', default: '0', meaning: 'With 1, a test that cannot be verified fails the gate.' },
-  { env: 'REPRODUCE_DEVIATIONS', default: '0', meaning: "With 1, a test that ends as a known deviation leaves a reproduction too (reports/reproductions/), as a failed test does: it shows the deviation against the specification's checks." },
+  {
+    env: 'REPRODUCE_DEVIATIONS',
+    default: '0',
+    meaning:
+      "With 1, a test that ends as a known deviation leaves a reproduction too (reports/reproductions/), as a failed test does: it shows the deviation against the specification's checks.",
+  },
   { env: 'REPORTS_DIR', flag: '--reports', default: 'reports', meaning: 'Folder of the reports and the ledger, relative to the working directory.' },
   { env: 'SCRAPE_URL', default: 'https://example.com', meaning: 'Page scraped to provision sessions.' },
-  { env: 'BURST_REQUESTS', default: '2000', meaning: 'Most requests the rate-limit burst sends; it stops at its first 429 (once a stop of a live session was throttled too). More than twice what the target allows in one window, so that a burst split by a window boundary is still limited.' },
+  {
+    env: 'BURST_REQUESTS',
+    default: '2000',
+    meaning:
+      'Most requests the rate-limit burst sends; it stops at its first 429 (once a stop of a live session was throttled too). More than twice what the target allows in one window, so that a burst split by a window boundary is still limited.',
+  },
   { env: 'BURST_SECONDS', default: '10', meaning: 'Longest time the rate-limit burst sends.' },
   { env: 'BURST_CONCURRENCY', default: '200', meaning: 'Requests in flight at once during the burst (at most BURST_REQUESTS).' },
-  { env: 'BURST_PROOF_RATE', default: '400', meaning: 'Answers within one second that no plan of the target allows. A burst that reaches it without a 429 fails (the target does not rate-limit); one that stays below it without a 429 is an error of the run (the client was too slow to tell).' },
+  {
+    env: 'BURST_PROOF_RATE',
+    default: '400',
+    meaning:
+      'Answers within one second that no plan of the target allows. A burst that reaches it without a 429 fails (the target does not rate-limit); one that stays below it without a 429 is an error of the run (the client was too slow to tell).',
+  },
   { env: 'BILLING_HOLDS_MS', default: '1250,2500,3750', meaning: 'The three hold times of the billing rule (different, none a whole second).' },
-  { env: 'BILLING_MINUTE_HOLD_MS', default: '61250; 3250 embedded', meaning: 'The hold of billing/past-a-minute (not a whole second): across a minute boundary, where billing by the started minute or a rate off after the first minute shows. Beside the other tests, so a run against a remote target barely grows. The embedded reference keeps it short, and the test says so.' },
-  { env: 'SCRAPE_GAP_MS', default: '2000', meaning: 'Pause between scrape and interact in the short billing check: at 2 s or more, a clock started at the scrape shows in the credits alone.' },
+  {
+    env: 'BILLING_MINUTE_HOLD_MS',
+    default: '61250; 3250 embedded',
+    meaning:
+      'The hold of billing/past-a-minute (not a whole second): across a minute boundary, where billing by the started minute or a rate off after the first minute shows. Beside the other tests, so a run against a remote target barely grows. The embedded reference keeps it short, and the test says so.',
+  },
+  {
+    env: 'SCRAPE_GAP_MS',
+    default: '2000',
+    meaning: 'Pause between scrape and interact in the short billing check: at 2 s or more, a clock started at the scrape shows in the credits alone.',
+  },
   { env: 'REQUEST_TIMEOUT_MS', default: '30000', meaning: 'Total deadline of one request, body included.' },
   { env: 'MAX_BODY_BYTES', default: '1048576', meaning: 'Largest answer body read, after decompression.' },
-  { env: 'BACKOFF_BUDGET_MS', default: '300000', meaning: 'How long one request may keep retrying after 429; once one waited it in vain, the team\'s other requests on that limit give up (its stops after 5 s more) until one gets through.' },
+  {
+    env: 'BACKOFF_BUDGET_MS',
+    default: '300000',
+    meaning:
+      "How long one request may keep retrying after 429; once one waited it in vain, the team's other requests on that limit give up (its stops after 5 s more) until one gets through.",
+  },
   { env: 'DURATION_TOLERANCE_MS', default: '20', meaning: 'Widening of the measured interval on each side.' },
   { env: 'TEST_TIMEOUT_MS', default: '30000 embedded; derived from the budget otherwise', meaning: 'Timeout of one test.' },
   { env: 'RUN_TIMEOUT_MS', default: '600000 embedded; 3600000 otherwise', meaning: 'Timeout of the whole run.' },
-  { env: 'SEQUENCE_SEED', default: 'random', meaning: 'Seed of the sequences rule (several, comma-separated, run one after the other); replays a printed counterexample.' },
-  { env: 'SEQUENCE_SECONDS', default: '10 embedded (its budget of requests ends it first); 60 otherwise', meaning: 'How long the sequences rule searches (shrinking included), at the pace the target allows: short histories over one session systematically, then random ones.' },
+  {
+    env: 'SEQUENCE_SEED',
+    default: 'random',
+    meaning: 'Seed of the sequences rule (several, comma-separated, run one after the other); replays a printed counterexample.',
+  },
+  {
+    env: 'SEQUENCE_SECONDS',
+    default: '10 embedded (its budget of requests ends it first); 60 otherwise',
+    meaning:
+      'How long the sequences rule searches (shrinking included), at the pace the target allows: short histories over one session systematically, then random ones.',
+  },
   { env: 'SEQUENCE_RUNS', default: '50 embedded; no cap otherwise', meaning: 'Most random histories the sequences rule runs per seed.' },
-  { env: 'SEQUENCE_BUDGET', default: '300 embedded; no cap otherwise', meaning: 'Most requests to stop and interact the sequences rule sends in all, shrinking included.' },
-  { env: 'SESSION_CAP', default: 'learnt', meaning: "The target's cap on each team's live browser sessions, when known. Unset: the run learns it when an interact that would open a session is refused with 429 twice in a row while the team's rate limit has room." },
-  { env: 'RATE_LIMIT', default: 'learnt', meaning: "Each team's rate limit on stop and interact, when known (`10/min` on the hosted service's free plan, `100/min`, `5/s`). Unset: the run learns it from the first 429 that is not a cap's, and from then on its workers share a schedule under it." },
-  { env: 'ACCOUNT_CHECK', default: '1', meaning: "With 0, the owner team's credit counter (GET /v2/team/credit-usage) is not read. With 1, where the target answers it, the run reads it before its first scrape and after its last settlement and checks that the account was charged exactly the settlements and scrapes the run saw. Turn it off when someone else uses that team during the run." },
-  { env: 'ACCOUNT_SETTLE_MS', default: '5000 embedded; 60000 otherwise', meaning: 'How long the account check waits for charges the target queues to land on the account.' },
-  { env: 'SESSION_BUDGET', flag: '--session-budget', default: '40; 200 embedded', meaning: "Most browser sessions the run opens, every team's together: each is a scrape job and a real browser on the target. The rules' own tests come first; the sequences rule searches with what is left. A test that cannot get a session is not verifiable, and says which budget would verify it." },
-  { env: 'CREDIT_BUDGET', flag: '--credit-budget', default: 'none', meaning: "Most credits the run may spend at the target's price (its declared billing rule, or the specification's; a scrape at its stated price, else 1): the session budget shrinks until the predicted cost fits." },
+  {
+    env: 'SEQUENCE_BUDGET',
+    default: '300 embedded; no cap otherwise',
+    meaning: 'Most requests to stop and interact the sequences rule sends in all, shrinking included.',
+  },
+  {
+    env: 'SESSION_CAP',
+    default: 'learnt',
+    meaning:
+      "The target's cap on each team's live browser sessions, when known. Unset: the run learns it when an interact that would open a session is refused with 429 twice in a row while the team's rate limit has room.",
+  },
+  {
+    env: 'RATE_LIMIT',
+    default: 'learnt',
+    meaning:
+      "Each team's rate limit on stop and interact, when known (`10/min` on the hosted service's free plan, `100/min`, `5/s`). Unset: the run learns it from the first 429 that is not a cap's, and from then on its workers share a schedule under it.",
+  },
+  {
+    env: 'ACCOUNT_CHECK',
+    default: '1',
+    meaning:
+      "With 0, the owner team's credit counter (GET /v2/team/credit-usage) is not read. With 1, where the target answers it, the run reads it before its first scrape and after its last settlement and checks that the account was charged exactly the settlements and scrapes the run saw. Turn it off when someone else uses that team during the run.",
+  },
+  {
+    env: 'ACCOUNT_SETTLE_MS',
+    default: '5000 embedded; 60000 otherwise',
+    meaning: 'How long the account check waits for charges the target queues to land on the account.',
+  },
+  {
+    env: 'SESSION_BUDGET',
+    flag: '--session-budget',
+    default: '40; 200 embedded',
+    meaning:
+      "Most browser sessions the run opens, every team's together: each is a scrape job and a real browser on the target. The rules' own tests come first; the sequences rule searches with what is left. A test that cannot get a session is not verifiable, and says which budget would verify it.",
+  },
+  {
+    env: 'CREDIT_BUDGET',
+    flag: '--credit-budget',
+    default: 'none',
+    meaning:
+      "Most credits the run may spend at the target's price (its declared billing rule, or the specification's; a scrape at its stated price, else 1): the session budget shrinks until the predicted cost fits.",
+  },
   { env: 'ALLOW_INSECURE_HTTP', default: '0', meaning: 'With 1, allow plain http to a host other than loopback (keys travel in clear).' },
 ];
 
@@ -182,10 +272,16 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
 
   const knownDeviationsFile = env.KNOWN_DEVIATIONS ? path.resolve(env.KNOWN_DEVIATIONS) : undefined;
   const sequenceSeeds = env.SEQUENCE_SEED ? env.SEQUENCE_SEED.split(',').map((part) => Number(part.trim())) : undefined;
-  if (sequenceSeeds?.some((seed) => !Number.isInteger(seed))) problems.push(`SEQUENCE_SEED must be an integer, or several separated by commas (got "${env.SEQUENCE_SEED}").`);
+  if (sequenceSeeds?.some((seed) => !Number.isInteger(seed)))
+    problems.push(`SEQUENCE_SEED must be an integer, or several separated by commas (got "${env.SEQUENCE_SEED}").`);
 
   const read = knownDeviationsFile ? readDeviationsFile(knownDeviationsFile, env.KNOWN_DEVIATIONS!, problems) : undefined;
-  const declared = { knownDeviations: read?.deviations ?? [], declaredBilling: read?.billing, declaredSchemeWord: read?.authentication, declaredClock: read?.clock };
+  const declared = {
+    knownDeviations: read?.deviations ?? [],
+    declaredBilling: read?.billing,
+    declaredSchemeWord: read?.authentication,
+    declaredClock: read?.clock,
+  };
   const settings: Settings = {
     ...target,
     ...billing,
@@ -223,7 +319,11 @@ export function readSettings(env: NodeJS.ProcessEnv): Settings {
 }
 
 /** The target and its keys: an external BASE_URL with two or three teams' keys, or the embedded reference with none. */
-function readTarget(env: NodeJS.ProcessEnv, problems: string[], allowInsecureHttp: boolean): Pick<Settings, 'baseURL' | 'embedded' | 'apiKey' | 'foreignApiKey' | 'burstApiKey'> {
+function readTarget(
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+  allowInsecureHttp: boolean,
+): Pick<Settings, 'baseURL' | 'embedded' | 'apiKey' | 'foreignApiKey' | 'burstApiKey'> {
   const external = env.BASE_URL ? normaliseBaseURL(env.BASE_URL, allowInsecureHttp, problems) : undefined;
   const apiKey = env.API_KEY || undefined;
   const foreignApiKey = env.FOREIGN_API_KEY || undefined;
@@ -232,11 +332,18 @@ function readTarget(env: NodeJS.ProcessEnv, problems: string[], allowInsecureHtt
     if (!apiKey) problems.push("BASE_URL is set but API_KEY (the owner team's key) is not.");
     if (!foreignApiKey) problems.push("BASE_URL is set but FOREIGN_API_KEY (another team's key) is not.");
   } else if (apiKey || foreignApiKey || burstApiKey) {
-    problems.push('API_KEY, FOREIGN_API_KEY or BURST_API_KEY is set without BASE_URL: set BASE_URL to test that target, or unset the keys to test the embedded reference.');
+    problems.push(
+      'API_KEY, FOREIGN_API_KEY or BURST_API_KEY is set without BASE_URL: set BASE_URL to test that target, or unset the keys to test the embedded reference.',
+    );
   }
   if (apiKey && apiKey === foreignApiKey) problems.push('API_KEY and FOREIGN_API_KEY are the same key: the foreign key must belong to another team.');
-  if (burstApiKey && (burstApiKey === apiKey || burstApiKey === foreignApiKey)) problems.push("BURST_API_KEY is the same key as API_KEY or FOREIGN_API_KEY: it must belong to a third team.");
-  for (const [name, key] of [['API_KEY', apiKey], ['FOREIGN_API_KEY', foreignApiKey], ['BURST_API_KEY', burstApiKey]] as const) {
+  if (burstApiKey && (burstApiKey === apiKey || burstApiKey === foreignApiKey))
+    problems.push('BURST_API_KEY is the same key as API_KEY or FOREIGN_API_KEY: it must belong to a third team.');
+  for (const [name, key] of [
+    ['API_KEY', apiKey],
+    ['FOREIGN_API_KEY', foreignApiKey],
+    ['BURST_API_KEY', burstApiKey],
+  ] as const) {
     if (key && /\s/.test(key)) problems.push(`${name} contains white space.`);
     if (key && key.length < 8) problems.push(`${name} is shorter than 8 characters: is it really a key?`);
   }
@@ -244,7 +351,11 @@ function readTarget(env: NodeJS.ProcessEnv, problems: string[], allowInsecureHtt
 }
 
 /** The billing rule's holds, scrape gap and tolerance, consistent with one another. */
-function readBilling(env: NodeJS.ProcessEnv, problems: string[], external: boolean): Pick<Settings, 'billingHoldsMs' | 'billingMinuteHoldMs' | 'scrapeGapMs' | 'durationToleranceMs'> {
+function readBilling(
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+  external: boolean,
+): Pick<Settings, 'billingHoldsMs' | 'billingMinuteHoldMs' | 'scrapeGapMs' | 'durationToleranceMs'> {
   const { integer } = reader(env, problems);
   const durationToleranceMs = integer('DURATION_TOLERANCE_MS', 20, 0);
   const scrapeGapMs = integer('SCRAPE_GAP_MS', 2000, 0);
@@ -263,7 +374,14 @@ function readBilling(env: NodeJS.ProcessEnv, problems: string[], external: boole
 /** The settings with another known-deviations file's declarations in place of KNOWN_DEVIATIONS (the kit's variant matrix). */
 export function withKnownDeviations(settings: Settings, file: string): Settings {
   const read = readKnownDeviations(file);
-  return { ...settings, knownDeviationsFile: file, knownDeviations: read.deviations, declaredBilling: read.billing, declaredSchemeWord: read.authentication, declaredClock: read.clock };
+  return {
+    ...settings,
+    knownDeviationsFile: file,
+    knownDeviations: read.deviations,
+    declaredBilling: read.billing,
+    declaredSchemeWord: read.authentication,
+    declaredClock: read.clock,
+  };
 }
 
 function readDeviationsFile(file: string, given: string, problems: string[]): KnownDeviations | undefined {
@@ -291,7 +409,9 @@ function normaliseBaseURL(raw: string, allowInsecureHttp: boolean, problems: str
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') problems.push(`BASE_URL must use http or https (got "${url.protocol}").`);
   if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname) && !allowInsecureHttp) {
-    problems.push(`BASE_URL uses plain http to ${url.hostname}: the keys would travel in clear. Use https, or set ALLOW_INSECURE_HTTP=1 for a network you trust.`);
+    problems.push(
+      `BASE_URL uses plain http to ${url.hostname}: the keys would travel in clear. Use https, or set ALLOW_INSECURE_HTTP=1 for a network you trust.`,
+    );
   }
   if (url.username || url.password) problems.push('BASE_URL must not carry credentials: use API_KEY.');
   if (url.search || url.hash) problems.push('BASE_URL must not have a query or fragment.');

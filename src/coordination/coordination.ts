@@ -15,7 +15,7 @@ import { takeSession } from './budget';
 import { recentRatePerMinute, writeSpend } from './cost';
 import { QuietSpell } from './quiet-spell';
 import { channel } from './run-folder';
-import { scheduleFor, type Schedule } from './schedule';
+import { type Schedule, scheduleFor } from './schedule';
 import { SessionSlots } from './session-slots';
 
 /** Whether stops state their prices, shared by the run's workers once a first stop showed it. */

@@ -160,7 +160,13 @@ export function costOf(spend: Spend, wallMs: number, rates: { team: string; limi
   if (team && known) {
     const perMinute = (known.limit * 60_000) / known.windowMs;
     const floorMs = (team.through.length / perMinute) * 60_000;
-    cost.floor = { team: busiest, requests: team.through.length, perMinute: +perMinute.toFixed(2), floorMs: Math.round(floorMs), ratio: +(wallMs / floorMs).toFixed(2) };
+    cost.floor = {
+      team: busiest,
+      requests: team.through.length,
+      perMinute: +perMinute.toFixed(2),
+      floorMs: Math.round(floorMs),
+      ratio: +(wallMs / floorMs).toFixed(2),
+    };
     return cost;
   }
   if (team?.firstThrottled !== undefined && team.lastThrottled! - team.firstThrottled >= SPAN_FOR_A_RATE_MS) {
@@ -173,7 +179,13 @@ export function costOf(spend: Spend, wallMs: number, rates: { team: string; limi
     const perMinute = counts[Math.floor(counts.length / 2)];
     if (!perMinute) return cost;
     const floorMs = (team.through.length / perMinute) * 60_000;
-    cost.floor = { team: busiest, requests: team.through.length, perMinute: +perMinute.toFixed(2), floorMs: Math.round(floorMs), ratio: +(wallMs / floorMs).toFixed(2) };
+    cost.floor = {
+      team: busiest,
+      requests: team.through.length,
+      perMinute: +perMinute.toFixed(2),
+      floorMs: Math.round(floorMs),
+      ratio: +(wallMs / floorMs).toFixed(2),
+    };
   }
   return cost;
 }
@@ -188,8 +200,14 @@ export function mergeCosts(costs: Cost[]): Cost | undefined {
   const predicted = costs.every((cost) => cost.predicted) ? costs.map((cost) => cost.predicted!) : undefined;
   const total = (field: 'sessions' | 'scrapes' | 'credits' | 'budget') => +predicted!.reduce((sum, one) => sum + one[field], 0).toFixed(4);
   return {
-    sessions: sum('sessions'), scrapes: sum('scrapes'), credits: +sum('credits').toFixed(6), limitedRequests: sum('limitedRequests'), throttled: sum('throttled'),
-    ...(retries ? { provisioningRetries: retries } : {}), ...(Object.keys(unearned).length ? { unearned } : {}), wallMs: Math.max(...costs.map((cost) => cost.wallMs)),
+    sessions: sum('sessions'),
+    scrapes: sum('scrapes'),
+    credits: +sum('credits').toFixed(6),
+    limitedRequests: sum('limitedRequests'),
+    throttled: sum('throttled'),
+    ...(retries ? { provisioningRetries: retries } : {}),
+    ...(Object.keys(unearned).length ? { unearned } : {}),
+    wallMs: Math.max(...costs.map((cost) => cost.wallMs)),
     ...(predicted ? { predicted: { sessions: total('sessions'), scrapes: total('scrapes'), credits: total('credits'), budget: total('budget') } } : {}),
   };
 }
@@ -203,10 +221,14 @@ export function describeCost(cost: Cost): string[] {
   ];
   if (cost.predicted) {
     const { sessions, scrapes, credits, budget } = cost.predicted;
-    lines.push(`  predicted before the first test: at most ${sessions} session(s) of SESSION_BUDGET=${budget} and ${scrapes} scrape(s), about ${credits} credit(s) at the target's price`);
+    lines.push(
+      `  predicted before the first test: at most ${sessions} session(s) of SESSION_BUDGET=${budget} and ${scrapes} scrape(s), about ${credits} credit(s) at the target's price`,
+    );
   }
   for (const [team, count] of Object.entries(cost.unearned ?? {})) {
-    lines.push(`  429 not earned: the ${team} team's requests met 429 ${count} time(s) while its own schedule had room in the window, and waited them out: another team or client may share its limit, or the limiter counts refused requests too`);
+    lines.push(
+      `  429 not earned: the ${team} team's requests met 429 ${count} time(s) while its own schedule had room in the window, and waited them out: another team or client may share its limit, or the limiter counts refused requests too`,
+    );
   }
   if (cost.floor) {
     lines.push(

@@ -125,6 +125,9 @@ export class QuietSpell {
     } catch {
       return [];
     }
-    return names.filter((name) => name.startsWith(`${kind}-`) && !name.endsWith('.next')).map((name) => Number(name.slice(kind.length + 1))).filter((pid) => pid !== process.pid && alive(pid));
+    return names
+      .filter((name) => name.startsWith(`${kind}-`) && !name.endsWith('.next'))
+      .map((name) => Number(name.slice(kind.length + 1)))
+      .filter((pid) => pid !== process.pid && alive(pid));
   }
 }

@@ -20,7 +20,7 @@ export const CHANNELS = {
   quiet: "the burst's quiet spell: no other request in flight while it sends (quiet-spell.ts)",
   sessions: "each team's live sessions and the cap learnt (session-slots.ts)",
   cost: "each worker's tally of what the run spent (cost.ts)",
-  budget: 'one empty file per session taken from the run\'s budget, created once by whichever worker takes it (budget.ts)',
+  budget: "one empty file per session taken from the run's budget, created once by whichever worker takes it (budget.ts)",
   account: "the owner team's credit counter before the run (account.ts)",
   traces: "each test's requests, without keys, for the reproductions of the checks that judge the whole run (coordination.ts)",
   'test-results': "Playwright's output folder (traces, screenshots and videos are off)",
@@ -69,7 +69,10 @@ export function reportsFolderInUse(reportsDir: string): string | undefined {
 export function takeReportsFolder(reportsDir: string): () => void {
   mkdirSync(HOME, { recursive: true, mode: 0o700 });
   const owner = statSync(HOME).uid;
-  if (typeof USER === 'number' && owner !== USER) throw new Error(`${HOME}, where the run keeps its working folder, belongs to another user (uid ${owner}): remove it, or set TMPDIR to a folder of your own.`);
+  if (typeof USER === 'number' && owner !== USER)
+    throw new Error(
+      `${HOME}, where the run keeps its working folder, belongs to another user (uid ${owner}): remove it, or set TMPDIR to a folder of your own.`,
+    );
   const lock = channel(reportsDir, 'lock');
   mkdirSync(path.dirname(lock), { recursive: true, mode: 0o700 });
   writeFileSync(lock, String(process.pid));

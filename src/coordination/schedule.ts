@@ -17,10 +17,10 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { alive, channel } from './run-folder';
-import { locked } from './file-lock';
-import type { Refusal } from '../http/limits';
 import type { Limiter, Rate } from '../config/rates';
+import type { Refusal } from '../http/limits';
+import { locked } from './file-lock';
+import { alive, channel } from './run-folder';
 
 const RATE_FILE = 'rate.json';
 const POLL_MS = 100;
@@ -42,7 +42,11 @@ const schedules = new Map<string, Schedule>();
 export function scheduleFor(reportsDir: string, baseURL: string, team: string, limiter: Limiter, stated?: Rate): Schedule {
   const key = `${reportsDir}\n${baseURL}\n${team}\n${limiter}`;
   let schedule = schedules.get(key);
-  if (!schedule) schedules.set(key, (schedule = new Schedule(path.join(limitsDir(reportsDir), createHash('sha1').update(key).digest('hex').slice(0, 12)), team, limiter, stated)));
+  if (!schedule)
+    schedules.set(
+      key,
+      (schedule = new Schedule(path.join(limitsDir(reportsDir), createHash('sha1').update(key).digest('hex').slice(0, 12)), team, limiter, stated)),
+    );
   return schedule;
 }
 
@@ -75,7 +79,12 @@ export class Schedule {
   private readonly planned = new Set<number>();
   private widened = 0;
 
-  constructor(readonly dir: string, private readonly team: string, private readonly limiter: Limiter, private readonly stated?: Rate) {}
+  constructor(
+    readonly dir: string,
+    private readonly team: string,
+    private readonly limiter: Limiter,
+    private readonly stated?: Rate,
+  ) {}
 
   rate(): Rate | undefined {
     if (this.stated) return this.stated;
@@ -141,7 +150,9 @@ export class Schedule {
   /** Within the lock: the place `me` took, or how long to wait before looking again. */
   private takePlace(queue: string, me: string): { at?: number; waitMs: number } {
     const rate = this.rate()!;
-    const ahead = readdirSync(queue).filter((name) => name === me || alive(Number(name.split('-')[3]))).sort()[0];
+    const ahead = readdirSync(queue)
+      .filter((name) => name === me || alive(Number(name.split('-')[3])))
+      .sort()[0];
     if (ahead !== me) return { waitMs: POLL_MS };
     const now = Date.now();
     const margin = this.margin(rate);
@@ -181,7 +192,8 @@ export class Schedule {
       // The limiter's own count where it gives it (this request included, and any refused before it in the window); else the run's,
       // every request sent before the refusal's answer came (one sent earlier may have reached the target later), this one not.
       // Too high a limit is lowered by the next refusal; too low one would never be raised.
-      const estimate = refusal.consumed !== undefined && refusal.remaining === 0 ? refusal.consumed - 1 : this.throughBetween(start, Math.max(at, answeredAt) + 1) - 1;
+      const estimate =
+        refusal.consumed !== undefined && refusal.remaining === 0 ? refusal.consumed - 1 : this.throughBetween(start, Math.max(at, answeredAt) + 1) - 1;
       // A refusal counted over another window than the one known: the stricter rate of the two is kept.
       if (known && known.windowMs !== windowMs) {
         if (estimate < 1 || estimate / windowMs >= known.limit / known.windowMs) return known;

@@ -13,9 +13,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { RunError } from '../config/errors';
 import { locked } from './file-lock';
 import { alive, channel, writeMaking } from './run-folder';
-import { RunError } from '../config/errors';
 
 let taken = 0;
 const POLL_MS = 50;
@@ -37,7 +37,12 @@ export class SessionSlots {
   private readonly dir: string;
   private readonly held: string[] = [];
 
-  constructor(reportsDir: string, baseURL: string, private readonly team: string, private readonly statedCap?: number) {
+  constructor(
+    reportsDir: string,
+    baseURL: string,
+    private readonly team: string,
+    private readonly statedCap?: number,
+  ) {
     this.dir = path.join(channel(reportsDir, 'sessions'), createHash('sha1').update(`${baseURL}\n${team}`).digest('hex').slice(0, 12));
   }
 
@@ -72,7 +77,10 @@ export class SessionSlots {
               return true;
             });
       if (took) return wanted;
-      if (performance.now() > deadline) throw new RunError(`no room for ${wanted} live session(s) under the target's cap of ${cap} per team: the run's other tests held them longer than a test lasts (TEST_TIMEOUT_MS)`);
+      if (performance.now() > deadline)
+        throw new RunError(
+          `no room for ${wanted} live session(s) under the target's cap of ${cap} per team: the run's other tests held them longer than a test lasts (TEST_TIMEOUT_MS)`,
+        );
       await sleep(POLL_MS, undefined, { signal });
     }
   }

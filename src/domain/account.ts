@@ -9,14 +9,14 @@
  * equal charges, which no answer can.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Answer, Client } from './client';
 import { note } from '../checks/recorder';
-import { RunError } from '../config/errors';
-import type { Coordination } from '../coordination/coordination';
-import type { Spending } from './ledger';
-import { chargeUnder, describeInterval, measuredInterval, proratedRange, widened, type Tolerances } from './billing';
 import type { BillingRule } from '../config/deviations';
+import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
+import type { Coordination } from '../coordination/coordination';
+import { chargeUnder, describeInterval, measuredInterval, proratedRange, type Tolerances, widened } from './billing';
+import type { Answer, Client } from './client';
+import type { Spending } from './ledger';
 import type { Identity } from './target';
 
 export const CREDIT_USAGE_PATH = '/v2/team/credit-usage';
@@ -71,7 +71,8 @@ async function readStill(api: Client, owner: Identity, settings: AccountSettings
     await sleep(1000, undefined, { signal: api.signal });
     const next = await readCredits(api, owner);
     if ('unavailable' in next || next.remaining === reading.remaining) return next;
-    if (performance.now() >= until) return { unavailable: `the account kept moving before the run's first scrape (${reading.remaining}, then ${next.remaining}): another use of the team` };
+    if (performance.now() >= until)
+      return { unavailable: `the account kept moving before the run's first scrape (${reading.remaining}, then ${next.remaining}): another use of the team` };
     reading = next;
   }
 }
@@ -100,7 +101,14 @@ export interface Reading {
  * still queued may add to the excess, and the verdict needs all of it. With `expected` Infinity,
  * stillness alone ends it. Returns every reading and whether it was still at the end.
  */
-export async function settleAccount(api: Client, owner: Identity, expected: number, tolerance: number, settings: AccountSettings, stillMs?: number): Promise<{ readings: Reading[]; still: boolean }> {
+export async function settleAccount(
+  api: Client,
+  owner: Identity,
+  expected: number,
+  tolerance: number,
+  settings: AccountSettings,
+  stillMs?: number,
+): Promise<{ readings: Reading[]; still: boolean }> {
   const started = performance.now();
   const floorMs = stillMs ?? (api.target.embedded ? 200 : 1000);
   const readings: Reading[] = [];
@@ -132,7 +140,12 @@ export const PROBE_HOLD_MS = 3_500;
  * stop states no charge, by what the session's measured life bills. Returns the failure, or
  * undefined when it agrees or cannot tell (the counter kept moving, or the scrape's price went unreported).
  */
-export async function probeAccount(api: Client, owner: Identity, provision: () => Promise<{ scrape: { body: Record<string, any> | undefined }; created: Answer; stop: () => Promise<Answer> }>, settings: AccountSettings & Tolerances): Promise<string | undefined> {
+export async function probeAccount(
+  api: Client,
+  owner: Identity,
+  provision: () => Promise<{ scrape: { body: Record<string, any> | undefined }; created: Answer; stop: () => Promise<Answer> }>,
+  settings: AccountSettings & Tolerances,
+): Promise<string | undefined> {
   const before = await settleAccount(api, owner, Infinity, 0, settings);
   if (!before.still) return undefined;
   const opening = before.readings.at(-1)!.remaining;
@@ -171,7 +184,14 @@ export function judgeAlone(opening: number, closing: { remaining: number; still:
  */
 type Around<T> = { result?: T; moved?: { before: number; after: number }; unknown?: string };
 
-async function moveAround<T>(api: Client, as: Identity, act: () => Promise<T>, settings: AccountSettings, measure: (result: T) => boolean = () => true, stillMs?: number): Promise<Around<T>> {
+async function moveAround<T>(
+  api: Client,
+  as: Identity,
+  act: () => Promise<T>,
+  settings: AccountSettings,
+  measure: (result: T) => boolean = () => true,
+  stillMs?: number,
+): Promise<Around<T>> {
   const before = await settleAccount(api, as, Infinity, 0, settings, stillMs);
   if (!before.still) return { unknown: `the ${as.name}'s account kept moving before it: another use of the team` };
   const opening = before.readings.at(-1)!.remaining;
@@ -222,7 +242,13 @@ export function accountPrices(api: Client, settings: AccountSettings): boolean {
  * stop's charge (`charged` on the answer): it implies the billed duration, for the billing and
  * survival checks to judge. The ledger keeps it, for the account check.
  */
-export async function stopPriced(api: Client, jobId: string, as: Identity, settings: AccountSettings, options: Parameters<Client['stop']>[2] = {}): Promise<Answer> {
+export async function stopPriced(
+  api: Client,
+  jobId: string,
+  as: Identity,
+  settings: AccountSettings,
+  options: Parameters<Client['stop']>[2] = {},
+): Promise<Answer> {
   let sent: Answer | undefined;
   const stop = async () => (sent = await api.stop(jobId, as, options));
   if (!accountPrices(api, settings)) return stop();
@@ -246,7 +272,10 @@ export async function stopPriced(api: Client, jobId: string, as: Identity, setti
     answer.charged = { credits: round(before - after), tolerance: 10 ** -(shown && Math.max(2, shown)) };
     // Nothing moved: the session stays among those the account check bounds by their lives.
     if (answer.charged.credits > 0) api.ledger?.priced({ target: api.target.baseURL, jobId, identity: as.name, credits: answer.charged.credits });
-    const moved = before === after ? `did not move around it within ACCOUNT_SETTLE_MS=${settings.accountSettleMs} (${before} throughout)` : `moved by ${answer.charged.credits} credit(s) around it (${before}, then ${after})`;
+    const moved =
+      before === after
+        ? `did not move around it within ACCOUNT_SETTLE_MS=${settings.accountSettleMs} (${before} throughout)`
+        : `moved by ${answer.charged.credits} credit(s) around it (${before}, then ${after})`;
     note(`the stop answered 200 without a creditsBilled; the ${as.name}'s account ${moved}, to within ${answer.charged.tolerance}`);
     return answer;
   });
@@ -260,8 +289,17 @@ const QUEUED_CHARGE_MS = 2_500;
  * it moved otherwise, one owner session that it alone refuses tells a target that charges the caller
  * of a refused request from another use of that team. The failure, or a note when it cannot tell.
  */
-export async function judgeRefuser(api: Client, refuser: Identity, opening: number, spending: Spending, refuseOnce: () => Promise<void>, settings: AccountSettings): Promise<{ failure?: string; note?: string }> {
-  const own = round(spending.settlements.reduce((sum, session) => sum + session.settled.reduce((total, one) => total + one.credits, 0), 0) + spending.scrapes.credits);
+export async function judgeRefuser(
+  api: Client,
+  refuser: Identity,
+  opening: number,
+  spending: Spending,
+  refuseOnce: () => Promise<void>,
+  settings: AccountSettings,
+): Promise<{ failure?: string; note?: string }> {
+  const own = round(
+    spending.settlements.reduce((sum, session) => sum + session.settled.reduce((total, one) => total + one.credits, 0), 0) + spending.scrapes.credits,
+  );
   const closing = await settleAccount(api, refuser, opening - own, accountTolerance(spending), settings);
   const moved = round(opening - closing.readings.at(-1)!.remaining);
   if (Math.abs(moved - own) <= accountTolerance(spending) || spending.scrapes.unpriced) return {};
@@ -272,15 +310,22 @@ export async function judgeRefuser(api: Client, refuser: Identity, opening: numb
   await refuseOnce();
   const after = await settleAccount(api, refuser, still, 0, settings);
   const charged = round(still - after.readings.at(-1)!.remaining);
-  if (after.still && charged > 0) return { failure: `${during}; one session alone, whose stop it sent and was refused, then charged it ${charged} credit(s) (${still}, then ${after.readings.at(-1)!.remaining}): a refused request charged its caller` };
+  if (after.still && charged > 0)
+    return {
+      failure: `${during}; one session alone, whose stop it sent and was refused, then charged it ${charged} credit(s) (${still}, then ${after.readings.at(-1)!.remaining}): a refused request charged its caller`,
+    };
   return { note: `${during}; one stop of it refused alone moved nothing: another use of the team` };
 }
 
 /** The spending with its unpriced scrapes at `price` each. */
-export const pricedAt = (spending: Spending, price: number): Spending => ({ ...spending, scrapes: { count: spending.scrapes.count, credits: round(spending.scrapes.credits + price * spending.scrapes.unpriced), unpriced: 0 } });
+export const pricedAt = (spending: Spending, price: number): Spending => ({
+  ...spending,
+  scrapes: { count: spending.scrapes.count, credits: round(spending.scrapes.credits + price * spending.scrapes.unpriced), unpriced: 0 },
+});
 
 /** Sessions stopped by answers that stated no charge: together they may have cost up to what their lives bill at most. */
-export const unstatedMost = (spending: Spending, rule?: BillingRule) => round((spending.silent ?? []).reduce((sum, { lifeMs }) => sum + Math.max(proratedRange(0, lifeMs).max, rule ? chargeUnder(rule, lifeMs) : 0), 0));
+export const unstatedMost = (spending: Spending, rule?: BillingRule) =>
+  round((spending.silent ?? []).reduce((sum, { lifeMs }) => sum + Math.max(proratedRange(0, lifeMs).max, rule ? chargeUnder(rule, lifeMs) : 0), 0));
 
 export interface AccountVerdict {
   outcome: 'pass' | 'fail' | 'not verifiable';
@@ -299,13 +344,33 @@ const round = (credits: number) => +credits.toFixed(6);
  * scrapes of unknown price: not verifiable (another use of the team, say), never a failure.
  * Charged less: not verifiable (a charge still queued past ACCOUNT_SETTLE_MS).
  */
-export function judgeAccount(opening: number, closing: { remaining: number; still: boolean }, spending: Spending, settleMs: number, scrapePrice?: number, rule?: BillingRule): AccountVerdict {
+export function judgeAccount(
+  opening: number,
+  closing: { remaining: number; still: boolean },
+  spending: Spending,
+  settleMs: number,
+  scrapePrice?: number,
+  rule?: BillingRule,
+): AccountVerdict {
   const verdict = judgeCharges(opening, closing, spending, settleMs, rule);
-  return scrapePrice === undefined ? verdict : { ...verdict, message: `${verdict.message}; scrapes whose answers gave no price were taken at ${scrapePrice} credit(s) each, what one scrape alone moved the account by` };
+  return scrapePrice === undefined
+    ? verdict
+    : {
+        ...verdict,
+        message: `${verdict.message}; scrapes whose answers gave no price were taken at ${scrapePrice} credit(s) each, what one scrape alone moved the account by`,
+      };
 }
 
-function judgeCharges(opening: number, closing: { remaining: number; still: boolean }, spending: Spending, settleMs: number, rule?: BillingRule): AccountVerdict {
-  const settled = spending.settlements.flatMap((session) => session.settled.map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports })));
+function judgeCharges(
+  opening: number,
+  closing: { remaining: number; still: boolean },
+  spending: Spending,
+  settleMs: number,
+  rule?: BillingRule,
+): AccountVerdict {
+  const settled = spending.settlements.flatMap((session) =>
+    session.settled.map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports })),
+  );
   const fromSessions = round(settled.reduce((sum, one) => sum + one.credits, 0));
   const fromScrapes = round(spending.scrapes.credits);
   const expected = round(fromSessions + fromScrapes);
@@ -317,31 +382,59 @@ function judgeCharges(opening: number, closing: { remaining: number; still: bool
     `its answers account for ${expected} credit(s): ${fromSessions} credit(s) in ${settled.length} settlement(s) of its ${spending.settlements.length} settled session(s), each counted once, and ${fromScrapes} credit(s) for its ${spending.scrapes.count} scrape(s)`;
   if (Math.abs(difference) <= tolerance) return { outcome: 'pass', message: figures };
   if (difference < 0) {
-    return { outcome: 'not verifiable', message: `${figures}: ${-difference} credit(s) fewer, which a charge still queued after ACCOUNT_SETTLE_MS=${settleMs} would explain (raise it)` };
+    return {
+      outcome: 'not verifiable',
+      message: `${figures}: ${-difference} credit(s) fewer, which a charge still queued after ACCOUNT_SETTLE_MS=${settleMs} would explain (raise it)`,
+    };
   }
   if (spending.scrapes.unpriced) {
-    return { outcome: 'not verifiable', message: `${figures}: ${difference} credit(s) more, and ${spending.scrapes.unpriced} scrape(s) gave no price (data.metadata.creditsUsed), which may be it` };
+    return {
+      outcome: 'not verifiable',
+      message: `${figures}: ${difference} credit(s) more, and ${spending.scrapes.unpriced} scrape(s) gave no price (data.metadata.creditsUsed), which may be it`,
+    };
   }
-  if (!closing.still) return { outcome: 'not verifiable', message: `${figures}: ${difference} credit(s) more, and the counter was still moving: another use of the team during the run?` };
+  if (!closing.still)
+    return {
+      outcome: 'not verifiable',
+      message: `${figures}: ${difference} credit(s) more, and the counter was still moving: another use of the team during the run?`,
+    };
   // Only a session that more than one stop answered 200 about (a repeat, a zero) may have been charged again: once for each answer past its settlements.
   const candidates = spending.settlements
     .filter((session) => session.reports > session.settled.length)
-    .flatMap((session) => session.settled.filter((one) => one.credits > 0).map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports, copies: session.reports - session.settled.length })))
+    .flatMap((session) =>
+      session.settled
+        .filter((one) => one.credits > 0)
+        .map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports, copies: session.reports - session.settled.length })),
+    )
     .sort((a, b) => b.reports - a.reports);
   const again = chargedAgain(candidates, difference, tolerance);
   if (again) {
-    const named = again.map(({ one, times }) => `${one.jobId} (${one.credits} credit(s)${times > 1 ? ` ${times} times` : ''}; ${one.reports} stop(s) answered 200 about it)`).join(', ');
-    return { outcome: 'fail', message: `${figures}: ${difference} credit(s) more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled again: a later stop of a stopped session (a repeat, or a report of nothing billed) was charged again, for ${named}`, jobs: [...new Set(again.map(({ one }) => one.jobId))] };
+    const named = again
+      .map(({ one, times }) => `${one.jobId} (${one.credits} credit(s)${times > 1 ? ` ${times} times` : ''}; ${one.reports} stop(s) answered 200 about it)`)
+      .join(', ');
+    return {
+      outcome: 'fail',
+      message: `${figures}: ${difference} credit(s) more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled again: a later stop of a stopped session (a repeat, or a report of nothing billed) was charged again, for ${named}`,
+      jobs: [...new Set(again.map(({ one }) => one.jobId))],
+    };
   }
   const silent = spending.silent ?? [];
   const most = unstatedMost(spending, rule);
   // A session more than one stop answered without a charge may have been charged again within that slack: nothing to pass then.
   const repeated = silent.filter((session) => session.reports > 1).length;
   if (silent.length && !repeated && difference <= most + tolerance) {
-    return { outcome: 'pass', message: `${figures}: ${difference} credit(s) more, within the ${most} credit(s) its ${silent.length} session(s) stopped by answers without a creditsBilled may have cost at most for their lives` };
+    return {
+      outcome: 'pass',
+      message: `${figures}: ${difference} credit(s) more, within the ${most} credit(s) its ${silent.length} session(s) stopped by answers without a creditsBilled may have cost at most for their lives`,
+    };
   }
-  const unstated = silent.length ? `, nor its ${silent.length} session(s) stopped by answers without a creditsBilled (at most ${most} credit(s) for their lives${repeated ? `; ${repeated} of them answered so more than once, which may have been charged again` : ''})` : '';
-  return { outcome: 'not verifiable', message: `${figures}: ${difference} credit(s) more, which no settlement reported twice explains${unstated}: another use of the team during the run, or a charge the run never saw` };
+  const unstated = silent.length
+    ? `, nor its ${silent.length} session(s) stopped by answers without a creditsBilled (at most ${most} credit(s) for their lives${repeated ? `; ${repeated} of them answered so more than once, which may have been charged again` : ''})`
+    : '';
+  return {
+    outcome: 'not verifiable',
+    message: `${figures}: ${difference} credit(s) more, which no settlement reported twice explains${unstated}: another use of the team during the run, or a charge the run never saw`,
+  };
 }
 
 /** Decimal places of a reported figure (up to 9). */
@@ -364,7 +457,11 @@ export function accountTolerance(spending: Spending): number {
  * Settlements charged again, each at most `copies` times, whose credits add up to `total`: a
  * bounded search, preferring the sessions reported most.
  */
-function chargedAgain<T extends { credits: number; copies: number }>(candidates: T[], total: number, tolerance: number): { one: T; times: number }[] | undefined {
+function chargedAgain<T extends { credits: number; copies: number }>(
+  candidates: T[],
+  total: number,
+  tolerance: number,
+): { one: T; times: number }[] | undefined {
   let budget = 50_000;
   const search = (index: number, left: number, chosen: { one: T; times: number }[]): { one: T; times: number }[] | undefined => {
     if (Math.abs(left) <= tolerance) return chosen.length ? chosen : undefined;

@@ -64,5 +64,16 @@ export function answerOf(raw: RawAnswer, method: string, path: string, attempts:
   } catch {
     body = undefined;
   }
-  return { method, path, status: raw.status, headers: redactHeaders(raw.headers), text, body, sentAt: raw.sentAt, receivedAt: raw.receivedAt, attempts, ...(onConnection ? { reusedConnection: raw.reused } : {}) };
+  return {
+    method,
+    path,
+    status: raw.status,
+    headers: redactHeaders(raw.headers),
+    text,
+    body,
+    sentAt: raw.sentAt,
+    receivedAt: raw.receivedAt,
+    attempts,
+    ...(onConnection ? { reusedConnection: raw.reused } : {}),
+  };
 }

@@ -10,11 +10,12 @@
  * second: between floor(seconds) x 2/60 and ceil(seconds) x 2/60 (per-second floor, ceil, nearest
  * or exact are all accepted), widened by 0.005 credits for rounding in JSON.
  */
-import type { Answer, Charged, JsonBody } from './answer';
+
+import { expect } from '../checks/expect';
 import type { BillingRule } from '../config/deviations';
 import { DeclaredBehaviour } from '../config/errors';
-import { expect } from '../checks/expect';
 import type { Settings } from '../config/settings';
+import type { Answer, Charged, JsonBody } from './answer';
 
 export const CREDITS_PER_MINUTE = 2;
 
@@ -70,8 +71,12 @@ export function durationVerdict(body: JsonBody, interval: Interval, settings: To
   const [wideLo, wideHi] = [+(lo - step).toFixed(1), +(hi + step).toFixed(1)];
   // A clock of whole seconds (the hosted service's) is a deviation to declare, not a fault to hide: the message says how.
   const wholeSeconds = !declared && typeof duration === 'number' && duration % 1000 === 0 && duration > lo - 1000 && duration < hi + 1000;
-  const hint = wholeSeconds ? `; it is a whole number of seconds within a second of that interval, as from a clock that counts whole seconds (the hosted service's does): if this target's is meant to, declare it in a known-deviations file ("clock": {"resolutionMs": 1000}, docs/known-deviations.md)` : '';
-  const widened = declared ? `${where}; the target's declared clock counts in steps of ${step} ms, so it may lie one step further, in [${wideLo}, ${wideHi}] ms` : `${where}${hint}`;
+  const hint = wholeSeconds
+    ? `; it is a whole number of seconds within a second of that interval, as from a clock that counts whole seconds (the hosted service's does): if this target's is meant to, declare it in a known-deviations file ("clock": {"resolutionMs": 1000}, docs/known-deviations.md)`
+    : '';
+  const widened = declared
+    ? `${where}; the target's declared clock counts in steps of ${step} ms, so it may lie one step further, in [${wideLo}, ${wideHi}] ms`
+    : `${where}${hint}`;
   expect(duration, widened).toBeGreaterThanOrEqual(wideLo);
   expect(duration, widened).toBeLessThanOrEqual(wideHi);
   return { message: `${widened}, and it does`, reason: declared!.reason };
@@ -121,7 +126,8 @@ export function expectCreditsFor(body: JsonBody, interval: Interval, settings: T
   const [lo, hi] = typeof duration === 'number' ? [duration - tolerance, duration + tolerance] : widened(interval, settings);
   const { min, max } = proratedRange(lo, hi);
   const basis = `${typeof duration === 'number' ? `sessionDurationMs ${duration}` : 'the measured interval'} ±${tolerance} ms, ${Math.max(0, lo).toFixed(1)}..${hi.toFixed(1)} ms`;
-  const within = (low: number, high: number) => typeof credits === 'number' && credits >= +(low - creditTolerance).toFixed(6) && credits <= +(high + creditTolerance).toFixed(6);
+  const within = (low: number, high: number) =>
+    typeof credits === 'number' && credits >= +(low - creditTolerance).toFixed(6) && credits <= +(high + creditTolerance).toFixed(6);
   const what = byAccount ? `The account's charge around the stop, ${credits} (its answer gives no creditsBilled),` : `creditsBilled ${JSON.stringify(credits)}`;
   let why = `${what} must be 2 credits/minute prorated by the second for ${basis}: between ${min.toFixed(6)} and ${max.toFixed(6)} (±${creditTolerance} for rounding)`;
   const declared = settings.declaredBilling;
@@ -131,7 +137,9 @@ export function expectCreditsFor(body: JsonBody, interval: Interval, settings: T
     const [bySpecification, byRule] = [within(min, max), within(low, high)];
     if (byRule && !bySpecification) throw new DeclaredBehaviour(`${why}; ${under}, and it is`, declared.reason);
     if (byRule) return; // both agree at this duration
-    why = bySpecification ? `${why}, and it is; but ${under}: the target bills as the specification says, so remove the billing declaration` : `${why}; ${under}`;
+    why = bySpecification
+      ? `${why}, and it is; but ${under}: the target bills as the specification says, so remove the billing declaration`
+      : `${why}; ${under}`;
     expect(bySpecification ? 'per the specification only' : 'per neither', why).toBe('per the declared rule');
   }
   expect(typeof credits, why).toBe('number');
@@ -147,7 +155,12 @@ export function expectCreditsFor(body: JsonBody, interval: Interval, settings: T
  * and a clock restarted at the refusal may be off by one of its steps; `declared` says when the
  * duration needed that step.
  */
-export function expectSurvived(stop: Answer, session: { created: Answer }, refusal: Answer, settings: Tolerances): { notVerifiable?: string; declared?: { message: string; reason: string } } {
+export function expectSurvived(
+  stop: Answer,
+  session: { created: Answer },
+  refusal: Answer,
+  settings: Tolerances,
+): { notVerifiable?: string; declared?: { message: string; reason: string } } {
   const whole = measuredInterval(session, stop);
   const step = clockStepMs(settings);
   // The most a clock restarted at the refusal could give: a duration or charge within it proves nothing.
@@ -171,7 +184,9 @@ export function expectSurvived(stop: Answer, session: { created: Answer }, refus
     const restartedMax = proratedRange(0, restartedHi).max;
     if (wholeMin > restartedMax + creditTolerance) {
       const what = byAccount ? `the account's charge around the stop, ${credits} (its answer gives no creditsBilled),` : `creditsBilled ${credits}`;
-      expect(credits, `${what} must cover the whole session (${describeInterval(whole)}): at least ${wholeMin.toFixed(6)}`).toBeGreaterThanOrEqual(+(wholeMin - creditTolerance).toFixed(6));
+      expect(credits, `${what} must cover the whole session (${describeInterval(whole)}): at least ${wholeMin.toFixed(6)}`).toBeGreaterThanOrEqual(
+        +(wholeMin - creditTolerance).toFixed(6),
+      );
       return {};
     }
   }

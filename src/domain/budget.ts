@@ -3,9 +3,9 @@
  * sequences rule's share of what the budget leaves, the scrapes behind them, and credits at the
  * target's price. The run never opens a session past SESSION_BUDGET (coordination/budget.ts).
  */
-import { OPENS, RULE_IDS, ruleOf, TEST_IDS, type RuleId, type TestId } from '../config/rules';
+import { OPENS, RULE_IDS, type RuleId, ruleOf, TEST_IDS, type TestId } from '../config/rules';
 import type { Settings } from '../config/settings';
-import { chargeUnder, CREDITS_PER_MINUTE } from './billing';
+import { CREDITS_PER_MINUTE, chargeUnder } from './billing';
 
 /** A session's life as the prediction prices it: tests hold theirs for seconds, the minute's hold longer. */
 const SESSION_LIFE_MS = 60_000;
@@ -33,11 +33,13 @@ export interface Prediction {
   minutes?: number;
 }
 
-const chosenRules = (settings: Pick<Settings, 'selectedRules'>): RuleId[] => RULE_IDS.filter((rule) => !settings.selectedRules || settings.selectedRules.includes(rule));
+const chosenRules = (settings: Pick<Settings, 'selectedRules'>): RuleId[] =>
+  RULE_IDS.filter((rule) => !settings.selectedRules || settings.selectedRules.includes(rule));
 const chosenTests = (settings: Pick<Settings, 'selectedRules'>): TestId[] => TEST_IDS.filter((id) => chosenRules(settings).includes(ruleOf(id)));
 
 /** What a session costs at the target's price for `ms`: its declared billing rule, or the specification's. */
-const priceOf = (settings: Pick<Settings, 'declaredBilling'>, ms: number) => (settings.declaredBilling ? chargeUnder(settings.declaredBilling.rule, ms) : (ms / 60_000) * CREDITS_PER_MINUTE);
+const priceOf = (settings: Pick<Settings, 'declaredBilling'>, ms: number) =>
+  settings.declaredBilling ? chargeUnder(settings.declaredBilling.rule, ms) : (ms / 60_000) * CREDITS_PER_MINUTE;
 
 export function predict(settings: Settings): Prediction {
   const tests = chosenTests(settings);
@@ -50,7 +52,10 @@ export function predict(settings: Settings): Prediction {
     const sequences = searches ? Math.max(0, budget - needed) : 0;
     const sessions = Math.min(budget, needed + sequences);
     const minute = tests.includes('billing/past-a-minute') && sessions > 0 ? 1 : 0;
-    const credits = priceOf(settings, settings.billingMinuteHoldMs + SESSION_LIFE_MS) * minute + priceOf(settings, SESSION_LIFE_MS) * (sessions - minute) + SCRAPE_CREDITS * (sessions + jobs + 1);
+    const credits =
+      priceOf(settings, settings.billingMinuteHoldMs + SESSION_LIFE_MS) * minute +
+      priceOf(settings, SESSION_LIFE_MS) * (sessions - minute) +
+      SCRAPE_CREDITS * (sessions + jobs + 1);
     const rest = tests.filter((id) => id !== 'sequences/random-histories' && id !== 'rate-limit/burst').length;
     const sequenceRequests = Math.min(settings.sequenceBudget, sequences * SEQUENCE_REQUESTS_PER_SESSION);
     const owner = OWNER_REQUESTS_PER_TEST * rest + sequenceRequests;
@@ -59,7 +64,16 @@ export function predict(settings: Settings): Prediction {
     // Where the rate is known, the burst is just wider than the room in the window.
     const burstTeam = settings.burstApiKey || settings.embedded ? 'burst team' : 'owner team';
     if (tests.includes('rate-limit/burst')) requests[burstTeam] = (requests[burstTeam] ?? 0) + (rate ? rate.limit + 2 : settings.burstRequests);
-    return { sessions, sequences, needed, budget, scrapes: sessions + jobs + 1, credits: +credits.toFixed(4), requests, ...(rate ? { minutes: Math.ceil((owner / rate.limit) * (rate.windowMs / 60_000)) } : {}) };
+    return {
+      sessions,
+      sequences,
+      needed,
+      budget,
+      scrapes: sessions + jobs + 1,
+      credits: +credits.toFixed(4),
+      requests,
+      ...(rate ? { minutes: Math.ceil((owner / rate.limit) * (rate.windowMs / 60_000)) } : {}),
+    };
   };
   let prediction = at(settings.sessionBudget);
   // A credit budget shrinks the session budget until the cost fits.
@@ -73,8 +87,13 @@ export function describePrediction(prediction: Prediction, settings: Settings): 
   const price = settings.declaredBilling ? 'the declared billing rule' : "the specification's 2 credits a minute";
   const lines = [
     `COST AT MOST: ${sessions} session(s) (SESSION_BUDGET=${budget}${settings.creditBudget === undefined ? '' : `, to fit CREDIT_BUDGET=${settings.creditBudget}`}; ${sequences} of them the sequences rule's), about ${scrapes} scrape(s) and ${credits} credit(s) at ${price} and ${SCRAPE_CREDITS} a scrape`,
-    `  requests to stop and interact, about: ${Object.entries(requests).map(([team, count]) => `${count} as the ${team}`).join(', ')}${minutes === undefined ? '' : `; at least ${minutes} minute(s) at RATE_LIMIT`}`,
+    `  requests to stop and interact, about: ${Object.entries(requests)
+      .map(([team, count]) => `${count} as the ${team}`)
+      .join(', ')}${minutes === undefined ? '' : `; at least ${minutes} minute(s) at RATE_LIMIT`}`,
   ];
-  if (budget < needed) lines.push(`  the rules' own tests need ${needed} session(s): with fewer, those that get none are not verifiable (SESSION_BUDGET=${needed} verifies them all)`);
+  if (budget < needed)
+    lines.push(
+      `  the rules' own tests need ${needed} session(s): with fewer, those that get none are not verifiable (SESSION_BUDGET=${needed} verifies them all)`,
+    );
   return lines.join('\n');
 }

@@ -6,10 +6,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { marginMs } from '../coordination/schedule';
 import type { Settings } from '../config/settings';
-import { interactPath, type Answer, type Client } from './client';
-import { statedRate, type OwnLimit } from './run-judges';
+import { marginMs } from '../coordination/schedule';
+import { type Answer, type Client, interactPath } from './client';
+import { type OwnLimit, type StatedLimit, statedRate } from './run-judges';
 import type { Session } from './sessions';
 import type { Identities, Identity } from './target';
 
@@ -29,7 +29,15 @@ export interface Burst {
 
 const AHEAD_OF_A_STOP = 5;
 
-export async function sendBurst({ api, team, others, candidates, concurrency, planned, settings }: {
+export async function sendBurst({
+  api,
+  team,
+  others,
+  candidates,
+  concurrency,
+  planned,
+  settings,
+}: {
   api: Client;
   team: Identity;
   /** The other teams, and how many requests each may send without meeting its own limit. */
@@ -47,18 +55,22 @@ export async function sendBurst({ api, team, others, candidates, concurrency, pl
   let lost = 0;
   // Each other team's stop of no job goes out at once with one of the burst team's: the burst team's alone refused is a limit
   // of its own, the other's refused one they share; neither refused (a window just began) is tried again where the other's room allows.
-  const pairs = new Map(others.map(({ as, room }) => [as, { tries: 0, room, answer: undefined as Answer | undefined, pending: undefined as Promise<void> | undefined }]));
+  const pairs = new Map(
+    others.map(({ as, room }) => [as, { tries: 0, room, answer: undefined as Answer | undefined, pending: undefined as Promise<void> | undefined }]),
+  );
   const probe = (as: Identity, pair: NonNullable<ReturnType<typeof pairs.get>>) => {
     pair.tries += 1;
     const theirs = api.stop(randomUUID(), as, { on429: 'once', pooled: true });
     const ours = api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true });
-    pair.pending = Promise.all([theirs, ours]).then(
-      ([their, our]) => {
-        answers.push(our);
-        if (their.status === 429 || our.status === 429) pair.answer = their;
-      },
-      () => undefined,
-    ).finally(() => (pair.pending = undefined));
+    pair.pending = Promise.all([theirs, ours])
+      .then(
+        ([their, our]) => {
+          answers.push(our);
+          if (their.status === 429 || our.status === 429) pair.answer = their;
+        },
+        () => undefined,
+      )
+      .finally(() => (pair.pending = undefined));
   };
   const started = performance.now();
   let next = 0;
@@ -66,7 +78,12 @@ export async function sendBurst({ api, team, others, candidates, concurrency, pl
   const stopNext = async () => {
     const candidate = candidates[tried++];
     // A few stops of no job go just ahead of it: they take the room a limiter regained since its 429 (a token bucket refills one at a time), which would let it through.
-    const ahead = Array.from({ length: AHEAD_OF_A_STOP }, () => api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true }).then((answer) => void answers.push(answer), () => void (lost += 1)));
+    const ahead = Array.from({ length: AHEAD_OF_A_STOP }, () =>
+      api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true }).then(
+        (answer) => void answers.push(answer),
+        () => void (lost += 1),
+      ),
+    );
     // A stop lost on its way (a reset among hundreds of connections) proves nothing: the next candidate takes its place.
     const answer = await api.stop(candidate.jobId, team, { on429: 'once', pooled: true }).catch(() => undefined);
     await Promise.all(ahead);
@@ -108,21 +125,21 @@ export async function sendBurst({ api, team, others, candidates, concurrency, pl
   return { answers, others: [...pairs].flatMap(([as, pair]) => (pair.answer ? [{ as, answer: pair.answer }] : [])), stops, lost, burstMs };
 }
 
-/** A limit the burst's refusals state in words (limits.ts), with those words. */
-export interface StatedLimit {
-  limit: number;
-  windowMs: number;
-  words: string;
-}
-
 /**
  * Once the team's own requests have left its window, another team whose plan has room sends as
  * many as the team's stated limit, then the team one: a limit of its own still has room for it, one
  * that counts the other team's requests does not. Undefined when the other team met its own limit.
  */
-export async function askAfterAnotherTeam(api: Client, team: Identity, other: Identity, stated: StatedLimit, sentIn: (from: number, to: number) => number): Promise<{ answer: Answer; crowd: number } | undefined> {
+export async function askAfterAnotherTeam(
+  api: Client,
+  team: Identity,
+  other: Identity,
+  stated: StatedLimit,
+  sentIn: (from: number, to: number) => number,
+): Promise<{ answer: Answer; crowd: number } | undefined> {
   const span = stated.windowMs + marginMs(stated.windowMs);
-  while (sentIn(performance.now() - span, performance.now() + 1) >= stated.limit / 2) await sleep(Math.min(1000, stated.windowMs / 4), undefined, { signal: api.signal });
+  while (sentIn(performance.now() - span, performance.now() + 1) >= stated.limit / 2)
+    await sleep(Math.min(1000, stated.windowMs / 4), undefined, { signal: api.signal });
   const crowd = await Promise.all(Array.from({ length: stated.limit }, () => api.stop(randomUUID(), other, { on429: 'once', attach: false, pooled: true })));
   if (crowd.some((answer) => answer.status === 429)) return undefined;
   return { answer: await api.stop(randomUUID(), team, { on429: 'once' }), crowd: crowd.length };
@@ -133,14 +150,23 @@ export async function askAfterAnotherTeam(api: Client, team: Identity, other: Id
  * refusal, and a request asked right after another team's (the one with most room, an unknown room
  * taken as 100), each with how many requests the team had sent in the window it was decided in.
  */
-export async function ownLimit(api: Client, team: Identity, others: { as: Identity; room?: number }[], answers: Answer[], sentIn: (from: number, to: number) => number): Promise<OwnLimit | undefined> {
+export async function ownLimit(
+  api: Client,
+  team: Identity,
+  others: { as: Identity; room?: number }[],
+  answers: Answer[],
+  sentIn: (from: number, to: number) => number,
+): Promise<OwnLimit | undefined> {
   const stated = statedRate(answers);
   const first = answers.filter((answer) => answer.status === 429).sort((a, b) => a.sentAt - b.sentAt)[0];
   if (!stated || !first) return undefined;
   const span = stated.windowMs + marginMs(stated.windowMs);
   const sentBefore = (answer: Answer) => sentIn(answer.sentAt - span, answer.receivedAt);
   const asked: OwnLimit['asked'] = [{ answer: first, sent: sentBefore(first) }];
-  const other = others.map(({ as, room }) => ({ as, room: room ?? 100 })).filter(({ room }) => room > stated.limit).sort((a, b) => b.room - a.room)[0];
+  const other = others
+    .map(({ as, room }) => ({ as, room: room ?? 100 }))
+    .filter(({ room }) => room > stated.limit)
+    .sort((a, b) => b.room - a.room)[0];
   const probe = other && (await askAfterAnotherTeam(api, team, other.as, stated, sentIn));
   if (probe) asked.push({ answer: probe.answer, sent: sentBefore(probe.answer), after: `, right after the ${other.as.name}'s ${probe.crowd} requests` });
   return { stated, asked };

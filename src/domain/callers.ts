@@ -23,8 +23,18 @@ export interface Identity {
 }
 
 export type IdentityName =
-  | 'owner' | 'foreign' | 'noKey' | 'emptyToken' | 'garbage' | 'unknownKey'
-  | 'keyCaseChanged' | 'keyExtended' | 'keyTruncated' | 'basicScheme' | 'tokenScheme' | 'lowerCaseBearer';
+  | 'owner'
+  | 'foreign'
+  | 'noKey'
+  | 'emptyToken'
+  | 'garbage'
+  | 'unknownKey'
+  | 'keyCaseChanged'
+  | 'keyExtended'
+  | 'keyTruncated'
+  | 'basicScheme'
+  | 'tokenScheme'
+  | 'lowerCaseBearer';
 
 /** The owner's key with the case of every letter swapped, or undefined when it has no letter. */
 export function caseChanged(key: string): string | undefined {
@@ -38,7 +48,11 @@ export function nearMissesOf(apiKey: string) {
 }
 
 /** Every caller, each with its role. `schemeWordIgnored`: the target's file declares the owner's key under any scheme word the owner's. */
-export function callersFor({ apiKey, foreignApiKey, burstApiKey }: { apiKey: string; foreignApiKey: string; burstApiKey?: string }, nearMisses: ReturnType<typeof nearMissesOf>, schemeWordIgnored: boolean): Record<IdentityName, Identity> & { burst?: Identity } {
+export function callersFor(
+  { apiKey, foreignApiKey, burstApiKey }: { apiKey: string; foreignApiKey: string; burstApiKey?: string },
+  nearMisses: ReturnType<typeof nearMissesOf>,
+  schemeWordIgnored: boolean,
+): Record<IdentityName, Identity> & { burst?: Identity } {
   const bearer = (key: string | undefined) => (key === undefined ? undefined : `Bearer ${key}`);
   // Where the target is declared to ignore the scheme word, the owner's key under another one is the owner's: its limit, its turns.
   const schemeWord = schemeWordIgnored ? { team: 'owner' } : { withoutValidKey: true as const };

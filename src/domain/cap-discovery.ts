@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { notVerifiable } from '../checks/checks';
 import type { Settings } from '../config/settings';
-import { summary, type Answer, type Client } from './client';
+import { type Answer, type Client, summary } from './client';
 import type { Ledger } from './ledger';
 import type { Identity } from './target';
 
@@ -33,7 +33,12 @@ export const CAP_CONFIRM_MS = 30_000;
  * refusal that does not say which limit it is, or another client of the team may hold the cap
  * (ACCOUNT_CHECK=0, not asked).
  */
-export async function capsHeld(api: Client, teams: Identity[], soleClient: boolean, open: (as: Identity) => Promise<Answer>): Promise<{ kept: string[]; freed: string[]; untold: string[] }> {
+export async function capsHeld(
+  api: Client,
+  teams: Identity[],
+  soleClient: boolean,
+  open: (as: Identity) => Promise<Answer>,
+): Promise<{ kept: string[]; freed: string[]; untold: string[] }> {
   const found = { kept: [] as string[], freed: [] as string[], untold: [] as string[] };
   for (const team of teams) {
     const held = api.coordination?.readShared<CapHeld>(capHeldFlag(team));
@@ -121,7 +126,15 @@ export function openingOf(options: CapOptions, owner: Identity, jobId: string, m
     },
     /** What came of it: its answer's status, or none (never sent: nothing opened). */
     ended: (status?: number) => {
-      if (marks && !marked) ledger.session(status === 200 ? 'live' : (status !== undefined && status >= 400 && status < 500) || (status === undefined && sentAt === 0) ? 'not-opened' : 'maybe-open', { ...entry, status });
+      if (marks && !marked)
+        ledger.session(
+          status === 200
+            ? 'live'
+            : (status !== undefined && status >= 400 && status < 500) || (status === undefined && sentAt === 0)
+              ? 'not-opened'
+              : 'maybe-open',
+          { ...entry, status },
+        );
     },
   };
   return opening;

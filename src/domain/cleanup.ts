@@ -2,9 +2,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Settings } from '../config/settings';
 import { Coordination } from '../coordination/coordination';
-import { createClient, type Answer, type Client } from './client';
+import { type Answer, type Client, createClient } from './client';
 import type { Ledger } from './ledger';
-import { identitiesFor, type Identity } from './target';
+import { type Identity, identitiesFor } from './target';
 
 /**
  * Stops, as the team that created it, every session the ledger holds open and `include` selects: for
@@ -16,25 +16,35 @@ export async function stopOpenSessions(ledger: Ledger, settings: Settings, inclu
   const failed: string[] = [];
   // All at once, as a test's teardown does.
   await Promise.all(
-    ledger.open().filter(include).map(async (entry) => {
-      const label = `${entry.jobId} at ${entry.target}${entry.test ? ` (test ${entry.test})` : ''}`;
-      if (!entry.embedded && entry.target !== settings.baseURL) {
-        failed.push(`${label}: another target; run the cleanup with BASE_URL=${entry.target} and its owner's API_KEY`);
-        return;
-      }
-      const target = { baseURL: entry.target, embedded: entry.embedded };
-      const identities = identitiesFor(target, settings);
-      const owner = [identities.owner, identities.burst].find((identity) => identity?.name === entry.identity);
-      if (!owner) {
-        failed.push(`${label}: created by the ${entry.identity}, whose key was not given${entry.identity === 'burst team' ? '; run the cleanup with BURST_API_KEY too' : ''}`);
-        return;
-      }
-      // A job whose interacts were all refused gets one stop (a target may open what it refuses), not waited for nor reported as perhaps running.
-      const once = ledger.heldNothing(entry.target, entry.jobId);
-      const problem = await stopAsOwner(createClient({ target, settings, ledger, coordination: new Coordination(settings.reportsDir, target.baseURL, settings.rateLimit) }), owner, entry.jobId, { once });
-      if (problem && !once) failed.push(`${label}: running since ${entry.at}; ${problem}`);
-      else stopped.push(label);
-    }),
+    ledger
+      .open()
+      .filter(include)
+      .map(async (entry) => {
+        const label = `${entry.jobId} at ${entry.target}${entry.test ? ` (test ${entry.test})` : ''}`;
+        if (!entry.embedded && entry.target !== settings.baseURL) {
+          failed.push(`${label}: another target; run the cleanup with BASE_URL=${entry.target} and its owner's API_KEY`);
+          return;
+        }
+        const target = { baseURL: entry.target, embedded: entry.embedded };
+        const identities = identitiesFor(target, settings);
+        const owner = [identities.owner, identities.burst].find((identity) => identity?.name === entry.identity);
+        if (!owner) {
+          failed.push(
+            `${label}: created by the ${entry.identity}, whose key was not given${entry.identity === 'burst team' ? '; run the cleanup with BURST_API_KEY too' : ''}`,
+          );
+          return;
+        }
+        // A job whose interacts were all refused gets one stop (a target may open what it refuses), not waited for nor reported as perhaps running.
+        const once = ledger.heldNothing(entry.target, entry.jobId);
+        const problem = await stopAsOwner(
+          createClient({ target, settings, ledger, coordination: new Coordination(settings.reportsDir, target.baseURL, settings.rateLimit) }),
+          owner,
+          entry.jobId,
+          { once },
+        );
+        if (problem && !once) failed.push(`${label}: running since ${entry.at}; ${problem}`);
+        else stopped.push(label);
+      }),
   );
   return { stopped: stopped.sort(), failed: failed.sort() };
 }

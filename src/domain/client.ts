@@ -12,20 +12,20 @@ import { setMaxListeners } from 'node:events';
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { countCredits, countRequest, countScrape, countUnearned } from '../coordination/cost';
-import { readRefusal, retryDelayMs } from '../http/limits';
-import { epochOf, exchange, type RawAnswer } from '../http/exchange';
-import type { Coordination } from '../coordination/coordination';
-import { limiterOf, marginMs, type Schedule } from '../coordination/schedule';
-import type { Ledger } from './ledger';
-import { settlementOf } from './settlements';
-import { redact, redactAuthorization } from '../http/redact';
 import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
+import type { Coordination } from '../coordination/coordination';
+import { countCredits, countRequest, countScrape, countUnearned } from '../coordination/cost';
+import { limiterOf, marginMs, type Schedule } from '../coordination/schedule';
+import { epochOf, exchange, type RawAnswer } from '../http/exchange';
+import { readRefusal, retryDelayMs } from '../http/limits';
+import { redact, redactAuthorization } from '../http/redact';
+import { type Answer, answerOf, interactPath, JOB_OF_PATH } from './answer';
+import type { Ledger } from './ledger';
+import { settlementOf } from './settlements';
 import type { Identity, Target } from './target';
-import { answerOf, interactPath, JOB_OF_PATH, type Answer } from './answer';
 
-export { interactPath, JSON_CONTENT_TYPE, JSON_ERROR_CONTENT_TYPE, summary, type Answer, type JsonBody } from './answer';
+export { type Answer, interactPath, JSON_CONTENT_TYPE, JSON_ERROR_CONTENT_TYPE, type JsonBody, summary } from './answer';
 
 /**
  * A kept-alive connection of its own (one socket at most): requests sent on it one after the other
@@ -74,7 +74,6 @@ const PLACES_REFUSED = 3;
 
 /** Attachments past this size are cut, with a note saying how much was left out. */
 export const ATTACHMENT_LIMIT_BYTES = 64 * 1024;
-
 
 export interface ClientOptions {
   target: Target;
@@ -126,7 +125,7 @@ export function createClient(options: ClientOptions) {
     cancel: () => {
       controller.abort();
       pool?.destroy();
-      connections.forEach((connection) => connection.destroy());
+      for (const connection of connections) connection.destroy();
     },
     /** A kept-alive connection of its own, for requests that must share one; closed by `release`, or when the client is cancelled. */
     connection: (): Connection => {
@@ -139,7 +138,8 @@ export function createClient(options: ClientOptions) {
       connection.destroy();
     },
     /** Runs `send` while no other worker's request is in flight (at most REQUEST_TIMEOUT_MS is waited for them, a back-off budget for another's spell), holding theirs back; `quiet` false when another's spell outlasted that. */
-    quietly: <T>(send: (quiet: boolean) => Promise<T>): Promise<T> => (spell ? spell.hold(settings.requestTimeoutMs, settings.backoffBudgetMs, signal, send) : send(true)),
+    quietly: <T>(send: (quiet: boolean) => Promise<T>): Promise<T> =>
+      spell ? spell.hold(settings.requestTimeoutMs, settings.backoffBudgetMs, signal, send) : send(true),
     /** Where the run's sessions and charges are written (a test's client has one). */
     ledger: options.ledger,
     /** The stop of `jobId`'s session as `as`: DELETE /v2/scrape/{jobId}/interact. */
@@ -178,7 +178,8 @@ export function createClient(options: ClientOptions) {
       // An owner's stop once its limiter's budget ran out in vain for another request: until when it still tries.
       let graceUntil: number | undefined;
       const exhaustedKey = limiter ?? 'other';
-      const isCap = (answer: Answer) => request.opens === true && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true));
+      const isCap = (answer: Answer) =>
+        request.opens === true && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true));
       // Every 429 so far, this answer's included, was a cap's: what a reproduction must not send into the rate limit.
       const onlyCapped = (answer: Answer) => {
         if (!limitRefused && (answer.attempts > 1 || answer.status === 429) && (answer.status !== 429 || isCap(answer))) answer.onlyCapped = true;
@@ -189,7 +190,8 @@ export function createClient(options: ClientOptions) {
           // Once the rate is known, the schedule keeps the order; before, the back-off queue does.
           const turnFrom = performance.now();
           // A spell's own requests never queue behind another worker's, which waits for the spell.
-          const hadTurn = queue && !planned && !spell?.holding() ? await queue.turn(deadline, signal, exhaustedKey).catch(cancelled('waiting its turn after 429')) : true;
+          const hadTurn =
+            queue && !planned && !spell?.holding() ? await queue.turn(deadline, signal, exhaustedKey).catch(cancelled('waiting its turn after 429')) : true;
           waitedForLimit += performance.now() - turnFrom;
           // Another request of the run waited its whole budget for this team's limit in vain: one try, no waiting; an owner's stop, a few seconds.
           const exhausted = queue?.exhausted(exhaustedKey) ?? false;
@@ -232,12 +234,17 @@ export function createClient(options: ClientOptions) {
           lastStatus = answer.status;
           if (exhausted && answer.status !== 429) queue?.recovered(exhaustedKey);
           countRequest(request.as.team ?? 'keyless', JOB_OF_PATH.test(request.path), answer.status);
-          if (request.method === 'DELETE' && !request.pooled && (answer.status === 200 || answer.status === 404)) recentStops.set(target.baseURL, [...(recentStops.get(target.baseURL) ?? []), answer.receivedAt - answer.sentAt].slice(-RECENT_STOPS));
+          if (request.method === 'DELETE' && !request.pooled && (answer.status === 200 || answer.status === 404))
+            recentStops.set(target.baseURL, [...(recentStops.get(target.baseURL) ?? []), answer.receivedAt - answer.sentAt].slice(-RECENT_STOPS));
           if (schedule && at !== undefined) {
             schedule.left(at, epochOf(answer.sentAt));
             if (answer.status === 429) answer.refusal = judge(schedule, at, answer, request);
             // A cap's refusal went through the rate's limiter, and counts against its window.
-            schedule.answered(at, answer.status === 429 && !(request.opens && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true))));
+            schedule.answered(
+              at,
+              answer.status === 429 &&
+                !(request.opens && (answer.refusal?.kind === 'cap' || (answer.refusal?.kind === undefined && answer.refusal?.roomInWindow === true))),
+            );
           }
           if (answer.status === 429 && on429 !== 'once' && giveUp && on429 === 'retry') {
             await record(options, answer, request);
@@ -254,7 +261,9 @@ export function createClient(options: ClientOptions) {
               return answer;
             }
             // Under a known rate the schedule gives the next place; a pause still keeps a refusing target from a tight loop.
-            const wait = schedule?.rate() ? Math.min(100 * 2 ** (attempts - 1), 2_000) : retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
+            const wait = schedule?.rate()
+              ? Math.min(100 * 2 ** (attempts - 1), 2_000)
+              : retryDelayMs(attempts, answer.headers['retry-after'], Math.random, performance.now() - started);
             // A cap's refusal of an interact that would open a session waits for a slot, not for a limiter to recover: not a back-off.
             const capped = isCap(answer);
             if (!capped) limitRefused = true;
@@ -295,7 +304,6 @@ export function createClient(options: ClientOptions) {
         queue?.leave();
       }
     },
-
   };
 }
 
@@ -318,20 +326,29 @@ function judge(schedule: Schedule, at: number, answer: Answer, request: SendOpti
 const TIMED_OUT = /no complete answer within \d+ ms/;
 
 /** One attempt: the exchange, its failure as an error of the run, the answer redacted and parsed. */
-async function sendOnce({ target, settings, endsRunOnHang, coordination }: ClientOptions, signal: AbortSignal, { method, path, as, data, pooled }: SendOptions, attempts: number, agent?: http.Agent): Promise<Answer> {
+async function sendOnce(
+  { target, settings, endsRunOnHang, coordination }: ClientOptions,
+  signal: AbortSignal,
+  { method, path, as, data, pooled }: SendOptions,
+  attempts: number,
+  agent?: http.Agent,
+): Promise<Answer> {
   const headers: Record<string, string> = as.authorization === undefined ? {} : { authorization: as.authorization };
   let raw: RawAnswer;
-  const send = (on?: http.Agent) => exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent: on });
+  const send = (on?: http.Agent) =>
+    exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent: on });
   try {
     // Sent again once, on a connection of its own, when the kept-alive one it reused was reset before any answer (Node's documented race:
     // after a stall the target may have closed every idle connection of the pool); never a POST, which may have been received.
-    const resend = (error: unknown) => method !== 'POST' && (error as { reusedSocket?: boolean }).reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET';
+    const resend = (error: unknown) =>
+      method !== 'POST' && (error as { reusedSocket?: boolean }).reusedSocket && (error as NodeJS.ErrnoException).code === 'ECONNRESET';
     raw = await send(agent).catch((error) => (resend(error) ? send() : Promise.reject(error)));
   } catch (error) {
-    const reason = error instanceof RunError ? error.message : (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    const reason = error instanceof RunError ? error.message : ((error as NodeJS.ErrnoException).code ?? (error as Error).message);
     const failure = new RunError(`${method} ${path} as ${as.name} failed: ${redact(String(reason).split('\n')[0])}`);
     // The burst's pooled requests are left out: hundreds at once may time out on a busy runner, a target that answers the others is not hanging.
-    if (endsRunOnHang && !pooled && !signal.aborted && (TIMED_OUT.test(failure.message) || /ECONNREFUSED/.test(failure.message))) coordination?.markHang(failure.message);
+    if (endsRunOnHang && !pooled && !signal.aborted && (TIMED_OUT.test(failure.message) || /ECONNREFUSED/.test(failure.message)))
+      coordination?.markHang(failure.message);
     throw failure;
   }
   return answerOf(raw, method, path, attempts, agent !== undefined);
@@ -344,11 +361,14 @@ async function record({ target, ledger, attach, onAnswer, coordination }: Client
   if (answer.method === 'POST' && answer.path === '/v2/scrape' && answer.status === 200) countScrape();
   const settled = jobId && answer.method === 'DELETE' ? settlementOf(answer) : undefined;
   if (ledger && jobId && settled) ledger.settled({ target: target.baseURL, jobId, identity: request.as.name, ...settled });
-  else if (ledger && jobId && answer.method === 'DELETE' && answer.status === 200) ledger.reported({ target: target.baseURL, jobId, identity: request.as.name, ...(typeof answer.body?.creditsBilled === 'number' ? { stated: true } : {}) });
+  else if (ledger && jobId && answer.method === 'DELETE' && answer.status === 200)
+    ledger.reported({ target: target.baseURL, jobId, identity: request.as.name, ...(typeof answer.body?.creditsBilled === 'number' ? { stated: true } : {}) });
   // Whether stops state their prices, as the first stop of a session shows: where they do not, the account tells them (account.ts stopPriced).
-  if (jobId && answer.method === 'DELETE' && answer.status === 200 && request.as.owner && !ledger?.endedHere(target.baseURL, jobId, request.as.name)) coordination?.showPricing(typeof answer.body?.creditsBilled === 'number' ? 'stated' : 'silent');
+  if (jobId && answer.method === 'DELETE' && answer.status === 200 && request.as.owner && !ledger?.endedHere(target.baseURL, jobId, request.as.name))
+    coordination?.showPricing(typeof answer.body?.creditsBilled === 'number' ? 'stated' : 'silent');
   // A repeat stop that replays the first one's result is no new charge.
-  if (jobId && answer.method === 'DELETE' && answer.status === 200 && !(request.as.owner && ledger?.endedHere(target.baseURL, jobId, request.as.name))) countCredits(answer.body?.creditsBilled);
+  if (jobId && answer.method === 'DELETE' && answer.status === 200 && !(request.as.owner && ledger?.endedHere(target.baseURL, jobId, request.as.name)))
+    countCredits(answer.body?.creditsBilled);
   if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
     ledger.ended({ target: target.baseURL, jobId, identity: request.as.name, status: answer.status });
   } else if (ledger && jobId && settled && request.as.team && request.as.team !== 'foreign') {
@@ -375,5 +395,7 @@ function describe(answer: Answer, { as, data }: SendOptions): string {
     connection: answer.reusedConnection === undefined ? 'its own' : answer.reusedConnection ? 'kept alive, after an earlier request' : 'kept alive, new',
   };
   const text = redact(JSON.stringify(record, null, 2));
-  return text.length <= ATTACHMENT_LIMIT_BYTES ? text : `${text.slice(0, ATTACHMENT_LIMIT_BYTES)}\n… cut: ${text.length - ATTACHMENT_LIMIT_BYTES} more characters (attachments stop at ${ATTACHMENT_LIMIT_BYTES})`;
+  return text.length <= ATTACHMENT_LIMIT_BYTES
+    ? text
+    : `${text.slice(0, ATTACHMENT_LIMIT_BYTES)}\n… cut: ${text.length - ATTACHMENT_LIMIT_BYTES} more characters (attachments stop at ${ATTACHMENT_LIMIT_BYTES})`;
 }

@@ -9,7 +9,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { redact } from '../http/redact';
-import { sameSettlement, type Settled } from './settlements';
+import { type Settled, sameSettlement } from './settlements';
 
 export type LedgerEntry =
   | { event: 'created'; at: string; target: string; embedded: boolean; jobId: string; identity: string; test?: string }
@@ -107,7 +107,11 @@ export class Ledger {
         if (entry.event !== 'priced') session.reportedAt ??= Date.parse(entry.at);
         // A stop that said it billed 0 stated its charge: not one the account may hold unseen.
         if (entry.event === 'reported' && entry.stated && session.reports === 1) session.stated = true;
-        if (entry.event !== 'reported' && !session.settled.some((other) => sameSettlement(other, entry))) session.settled.push({ credits: entry.credits, ...(entry.event === 'settled' && entry.durationMs !== undefined ? { durationMs: entry.durationMs } : {}) });
+        if (entry.event !== 'reported' && !session.settled.some((other) => sameSettlement(other, entry)))
+          session.settled.push({
+            credits: entry.credits,
+            ...(entry.event === 'settled' && entry.durationMs !== undefined ? { durationMs: entry.durationMs } : {}),
+          });
       } else if (entry.event === 'scraped' && entry.identity === identity) {
         scrapes.count += 1;
         if (typeof entry.credits === 'number') scrapes.credits += entry.credits;
@@ -117,7 +121,9 @@ export class Ledger {
     const all = [...jobs.values()].flatMap(({ jobId, sessions }) => sessions.map((session) => ({ jobId, ...session })));
     const settlements = all.filter((session) => session.settled.length > 0).map(({ jobId, settled, reports }) => ({ jobId, settled, reports }));
     // The ledger's times are whole milliseconds: one more for each end.
-    const silent = all.filter((session) => !session.settled.length && !session.stated && session.reports && session.openedAt !== undefined).map(({ jobId, openedAt, reportedAt, reports }) => ({ jobId, lifeMs: reportedAt! - openedAt! + 2, reports }));
+    const silent = all
+      .filter((session) => !session.settled.length && !session.stated && session.reports && session.openedAt !== undefined)
+      .map(({ jobId, openedAt, reportedAt, reports }) => ({ jobId, lifeMs: reportedAt! - openedAt! + 2, reports }));
     return { settlements, scrapes, ...(silent.length ? { silent } : {}) };
   }
 
@@ -134,7 +140,9 @@ export class Ledger {
 
   /** The identity that created a job's latest session, as its last 'created' line says. */
   creatorIdentity(target: string, jobId: string): string | undefined {
-    const entry = this.entries().filter((one) => one.event === 'created' && one.target === target && jobKey(one.jobId) === jobKey(jobId)).at(-1);
+    const entry = this.entries()
+      .filter((one) => one.event === 'created' && one.target === target && jobKey(one.jobId) === jobKey(jobId))
+      .at(-1);
     return entry && entry.event === 'created' ? entry.identity : undefined;
   }
 
@@ -143,7 +151,12 @@ export class Ledger {
     for (const entry of this.entries()) {
       if (entry.target !== target || !('jobId' in entry) || entry.event === 'scraped') continue;
       if (entry.event === 'created') {
-        if (entry.identity === identity) jobs.set(jobKey(entry.jobId), { jobId: entry.jobId, settled: jobs.get(jobKey(entry.jobId))?.settled ?? [], ...(entry.test ? { test: entry.test } : {}) });
+        if (entry.identity === identity)
+          jobs.set(jobKey(entry.jobId), {
+            jobId: entry.jobId,
+            settled: jobs.get(jobKey(entry.jobId))?.settled ?? [],
+            ...(entry.test ? { test: entry.test } : {}),
+          });
         continue;
       }
       const job = jobs.get(jobKey(entry.jobId));
@@ -152,7 +165,9 @@ export class Ledger {
       else if (entry.event === 'not-opened' || entry.event === 'maybe-open') job.last = entry;
       else if (entry.event === 'live' || entry.event === 'opening') job.last = undefined;
     }
-    return [...jobs.values()].filter((job) => job.last).map(({ jobId, last, settled, test }) => ({ jobId, status: last!.status, settled, ...(test ? { test } : {}) }));
+    return [...jobs.values()]
+      .filter((job) => job.last)
+      .map(({ jobId, last, settled, test }) => ({ jobId, status: last!.status, settled, ...(test ? { test } : {}) }));
   }
 
   /**
@@ -163,7 +178,18 @@ export class Ledger {
   settledWithoutSession(target: string): ({ jobId: string; identity: string } & Settled)[] {
     const entries = this.entries().filter((entry) => entry.target === target);
     const created = new Set(entries.filter((entry) => entry.event === 'created').map((entry) => jobKey((entry as { jobId: string }).jobId)));
-    return entries.flatMap((entry) => (entry.event === 'settled' && !created.has(jobKey(entry.jobId)) ? [{ jobId: entry.jobId, identity: entry.identity, credits: entry.credits, ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }) }] : []));
+    return entries.flatMap((entry) =>
+      entry.event === 'settled' && !created.has(jobKey(entry.jobId))
+        ? [
+            {
+              jobId: entry.jobId,
+              identity: entry.identity,
+              credits: entry.credits,
+              ...(entry.durationMs === undefined ? {} : { durationMs: entry.durationMs }),
+            },
+          ]
+        : [],
+    );
   }
 
   /** Whether a stop by the team that owns the job, sent from this process, ended its session. */
@@ -184,7 +210,13 @@ export class Ledger {
   /** How many of an identity's open jobs on a target have a session live or opening (an interact answered 200, or not yet answered), but `except`. */
   liveSessions(target: string, identity: string, except?: string): number {
     const { open, live } = this.read();
-    return open.filter((entry) => entry.target === target && entry.identity === identity && (except === undefined || jobKey(entry.jobId) !== jobKey(except)) && live.has(`${entry.target} ${jobKey(entry.jobId)}`)).length;
+    return open.filter(
+      (entry) =>
+        entry.target === target &&
+        entry.identity === identity &&
+        (except === undefined || jobKey(entry.jobId) !== jobKey(except)) &&
+        live.has(`${entry.target} ${jobKey(entry.jobId)}`),
+    ).length;
   }
 
   /**
@@ -203,7 +235,8 @@ export class Ledger {
     for (const entry of this.entries()) {
       if (entry.target !== target || entry.identity !== identity) continue;
       if (entry.event === 'scraping') scrapes.set(entry.scrape, { sentAt: Date.parse(entry.at) });
-      else if ((entry.event === 'scraped' || entry.event === 'scrape-done') && entry.scrape && scrapes.has(entry.scrape)) scrapes.get(entry.scrape)!.doneAt = Date.parse(entry.at);
+      else if ((entry.event === 'scraped' || entry.event === 'scrape-done') && entry.scrape && scrapes.has(entry.scrape))
+        scrapes.get(entry.scrape)!.doneAt = Date.parse(entry.at);
       if (!('jobId' in entry) || entry.jobId === undefined || jobKey(entry.jobId) === jobKey(except) || entry.event === 'scraped') continue;
       const at = Date.parse(entry.at);
       const list = episodes.get(jobKey(entry.jobId)) ?? [];
@@ -229,13 +262,15 @@ export class Ledger {
 
   private entries(): LedgerEntry[] {
     if (!existsSync(this.file)) return [];
-    return readFileSync(this.file, 'utf8').split('\n').flatMap((line) => {
-      try {
-        return line.trim() ? [JSON.parse(line) as LedgerEntry] : [];
-      } catch {
-        return []; // a line cut short by a killed process
-      }
-    });
+    return readFileSync(this.file, 'utf8')
+      .split('\n')
+      .flatMap((line) => {
+        try {
+          return line.trim() ? [JSON.parse(line) as LedgerEntry] : [];
+        } catch {
+          return []; // a line cut short by a killed process
+        }
+      });
   }
 
   private read() {
@@ -243,16 +278,17 @@ export class Ledger {
     const live = new Set<string>();
     // Since the job's last stop: interacts sent to open a session, refusals of them, and whether one may have opened one.
     const tries = new Map<string, { sent: number; refused: number; held: boolean }>();
-    const triesOf = (key: string) => tries.get(key) ?? (tries.set(key, { sent: 0, refused: 0, held: false }).get(key) as { sent: number; refused: number; held: boolean });
+    const triesOf = (key: string) =>
+      tries.get(key) ?? (tries.set(key, { sent: 0, refused: 0, held: false }).get(key) as { sent: number; refused: number; held: boolean });
     for (const entry of this.entries()) {
       if (!('jobId' in entry) || entry.jobId === undefined) continue;
       const key = `${entry.target} ${jobKey(entry.jobId)}`;
       // A session opened again on a stopped job is 'created' between its interact's 'opening' and 'live': that keeps it live.
       if (entry.event === 'created') open.set(key, entry);
-      else if (entry.event === 'opening') (live.add(key), triesOf(key).sent++);
-      else if (entry.event === 'live' || entry.event === 'maybe-open') (live.add(key), (triesOf(key).held = true));
-      else if (entry.event === 'not-opened') (live.delete(key), triesOf(key).refused++);
-      else if (entry.event === 'ended' && open.get(key)?.identity === entry.identity) (open.delete(key), live.delete(key), tries.delete(key));
+      else if (entry.event === 'opening') live.add(key), triesOf(key).sent++;
+      else if (entry.event === 'live' || entry.event === 'maybe-open') live.add(key), (triesOf(key).held = true);
+      else if (entry.event === 'not-opened') live.delete(key), triesOf(key).refused++;
+      else if (entry.event === 'ended' && open.get(key)?.identity === entry.identity) open.delete(key), live.delete(key), tries.delete(key);
     }
     // Every interact that would open a session was refused (or never sent): the job holds nothing.
     const refused = new Set([...tries].filter(([, t]) => !t.held && t.refused >= t.sent && t.refused > 0).map(([key]) => key));

@@ -9,16 +9,17 @@
  * do what the target's known-deviations file declares instead, and returns `{ notVerifiable }`
  * when they cannot establish the fact either way.
  */
-import { expectCreditsFor, expectDurationWithin, expectSurvived, measuredInterval, type Tolerances } from './billing';
-import { JSON_CONTENT_TYPE, JSON_ERROR_CONTENT_TYPE, summary, type Answer } from './answer';
-import { describeSettlement, distinctSettlements, isNewCharge, settlementOf, settlingStop } from './settlements';
-import { DeclaredBehaviour } from '../config/errors';
+
 import type { NamedCall } from '../checks/checks';
-import { expectRefusal, expectRevealsNothing, expectSchemeRefusal, ownerValuesOf } from './refusal-checks';
-import { RUN_JUDGES } from './run-judges';
+import { expect } from '../checks/expect';
 import type { SchemaName } from '../checks/schemas';
 import type { DeclaredSchemeWord } from '../config/deviations';
-import { expect } from '../checks/expect';
+import { DeclaredBehaviour } from '../config/errors';
+import { type Answer, JSON_CONTENT_TYPE, JSON_ERROR_CONTENT_TYPE, summary } from './answer';
+import { expectCreditsFor, expectDurationWithin, expectSurvived, measuredInterval, type Tolerances } from './billing';
+import { expectRefusal, expectRevealsNothing, expectSchemeRefusal, ownerValuesOf } from './refusal-checks';
+import { RUN_JUDGES } from './run-judges';
+import { describeSettlement, distinctSettlements, isNewCharge, settlementOf, settlingStop } from './settlements';
 
 export { countStatuses, peakPerSecond } from './run-judges';
 
@@ -61,16 +62,16 @@ const JUDGES = {
   },
   /** Each answer is a refusal: `status` when given, else a 4xx that does not say success. */
   refused(answers: Answer[], status?: number): Verdict {
-    answers.forEach((answer) => expectRefusal(answer, status));
+    for (const answer of answers) expectRefusal(answer, status);
   },
   /** The owner's key under another scheme word: refused, or taken as the owner's where the target declares it. */
   schemeRefused(answers: Answer[], declaredSchemeWord?: DeclaredSchemeWord): Verdict {
-    answers.forEach((answer) => expectSchemeRefusal(answer, { declaredSchemeWord }));
+    for (const answer of answers) expectSchemeRefusal(answer, { declaredSchemeWord });
   },
   /** No refusal carries a stop result's field or a value of the owner's answers (`sources`) or team. */
   revealsNothing(answers: Answer[], sources: Answer[], ownerTeam: string[], askedJobId: string): Verdict {
     const ownerValues = ownerValuesOf(sources, ownerTeam, askedJobId);
-    answers.forEach((answer) => expectRevealsNothing(answer, ownerValues));
+    for (const answer of answers) expectRevealsNothing(answer, ownerValues);
   },
   /** sessionDurationMs lies in the interval measured from the interact that opened the session to the stop. */
   duration(stop: Answer, opened: Answer, tolerances: Tolerances): Verdict {
@@ -109,7 +110,10 @@ const JUDGES = {
   },
   /** A later stop repeats the first stop's settlement, or settles nothing. */
   noSecondCharge(second: Answer, first: Answer): Verdict {
-    expect(isNewCharge(second, first), `the second stop must not settle the session again (the first settled ${describeSettlement(settlementOf(first) ?? { credits: 0 })}): ${summary(second)}`).toBe(false);
+    expect(
+      isNewCharge(second, first),
+      `the second stop must not settle the session again (the first settled ${describeSettlement(settlementOf(first) ?? { credits: 0 })}): ${summary(second)}`,
+    ).toBe(false);
   },
   /** Of stops sent at once, one answers 200. */
   oneSucceeds(stops: Answer[]): Verdict {
@@ -117,7 +121,10 @@ const JUDGES = {
   },
   /** Of stops sent at once, each answers 200 or 404. */
   stopAnswers(stops: Answer[]): Verdict {
-    expect(stops.every((stop) => stop.status === 200 || stop.status === 404), `each answer is 200 or 404:\n${listed(stops)}`).toBe(true);
+    expect(
+      stops.every((stop) => stop.status === 200 || stop.status === 404),
+      `each answer is 200 or 404:\n${listed(stops)}`,
+    ).toBe(true);
   },
   /** Stops sent at once report one settlement at most. */
   settledOnce(stops: Answer[]): Verdict {
@@ -125,9 +132,16 @@ const JUDGES = {
   },
   /** Interacts sent at once on a job without a session: one opens it (200), the others answer 200 too or are refused (4xx). */
   opensOne(opens: Answer[]): Verdict {
-    if (opens.every((open) => open.status === 429)) return { notVerifiable: `every interact sent at once was refused 429 (the team's limit or cap was full): ${summary(opens[0])}` };
-    expect(opens.some((open) => open.status === 200), `one of the interacts sent at once opens the session:\n${listed(opens)}`).toBe(true);
-    expect(opens.every((open) => open.status === 200 || (open.status >= 400 && open.status < 500)), `each answers 200, or is refused (4xx):\n${listed(opens)}`).toBe(true);
+    if (opens.every((open) => open.status === 429))
+      return { notVerifiable: `every interact sent at once was refused 429 (the team's limit or cap was full): ${summary(opens[0])}` };
+    expect(
+      opens.some((open) => open.status === 200),
+      `one of the interacts sent at once opens the session:\n${listed(opens)}`,
+    ).toBe(true);
+    expect(
+      opens.every((open) => open.status === 200 || (open.status >= 400 && open.status < 500)),
+      `each answers 200, or is refused (4xx):\n${listed(opens)}`,
+    ).toBe(true);
   },
   /** The opens left one session: once it is stopped, a second stop finds nothing to settle. */
   oneSession(again: Answer, stop: Answer): Verdict {
@@ -136,7 +150,10 @@ const JUDGES = {
   },
   /** After stopping what the opens left, the team opens a session under its cap: nothing they opened holds a slot. */
   roomLeft(open: Answer, cap: number, opens: number): Verdict {
-    expect(open.status, `after ${opens} interacts sent at once on one job and the owner's stop of it, the team must have every slot of its cap of ${cap} free again (a session nobody can stop would hold one): ${summary(open)}`).toBe(200);
+    expect(
+      open.status,
+      `after ${opens} interacts sent at once on one job and the owner's stop of it, the team must have every slot of its cap of ${cap} free again (a session nobody can stop would hold one): ${summary(open)}`,
+    ).toBe(200);
   },
   /** After refusals, a stopped session is still stopped and settled once. */
   stillStopped(again: Answer, stop: Answer): Verdict {
@@ -145,13 +162,19 @@ const JUDGES = {
   },
   /** An interact on a stopped session opens a new one (200) or is refused (4xx). */
   interactAfterStop(again: Answer): Verdict {
-    expect(again.status === 200 || (again.status >= 400 && again.status < 500), `a new session (200) or a refusal (4xx; the hosted service answers 410): ${summary(again)}`).toBe(true);
+    expect(
+      again.status === 200 || (again.status >= 400 && again.status < 500),
+      `a new session (200) or a refusal (4xx; the hosted service answers 410): ${summary(again)}`,
+    ).toBe(true);
   },
   /** The stop after that interact: it ends the new session, or finds nothing to settle. */
   nothingUnannounced(again: Answer, last: Answer, stop: Answer): Verdict {
     if (again.status === 200) return expect(last.status, `the interact answered 200, so a new session runs and this stop ends it: ${summary(last)}`).toBe(200);
     expect(last.status, `the refused interact must have opened nothing: ${summary(last)}`).toBeOneOf([200, 404]);
-    expect(isNewCharge(last, stop), `the refused interact (${again.status}) opened a session nobody asked for, and this stop settled it: ${summary(last)}`).toBe(false);
+    expect(
+      isNewCharge(last, stop),
+      `the refused interact (${again.status}) opened a session nobody asked for, and this stop settled it: ${summary(last)}`,
+    ).toBe(false);
   },
   ...RUN_JUDGES,
   /** Several named checks as one, in order: the first that fails decides. */

@@ -9,12 +9,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Settings } from '../config/settings';
 import { Coordination } from '../coordination/coordination';
 import { retryDelayMs } from '../http/limits';
 import { redact } from '../http/redact';
-import type { Settings } from '../config/settings';
-import { createClient, interactPath, type Answer, type Client } from './client';
-import { identitiesFor, type Identity } from './target';
+import { type Answer, type Client, createClient, interactPath } from './client';
+import { type Identity, identitiesFor } from './target';
 
 /** How long one key's check backs off after 429 before it is left unjudged: a few seconds, not the run's back-off budget. */
 export const KEY_CHECK_429_MS = 5_000;
@@ -31,7 +31,11 @@ export async function checkKeys(settings: Settings): Promise<string | undefined>
   // Asked only when a key gets an answer other than 404, 401 or 403, and once.
   let nobody: Promise<Answer | string> | undefined;
   const nobodyGets = () => (nobody ??= stopRandomJob(api, identities.unknownKey));
-  const keys = [['API_KEY', identities.owner], ['FOREIGN_API_KEY', identities.foreign], ['BURST_API_KEY', identities.burst]] as const;
+  const keys = [
+    ['API_KEY', identities.owner],
+    ['FOREIGN_API_KEY', identities.foreign],
+    ['BURST_API_KEY', identities.burst],
+  ] as const;
   const refused = await Promise.all(
     keys.map(async ([variable, as]) => {
       if (!as) return undefined;
@@ -69,7 +73,8 @@ async function stopRandomJob(api: Client, as: Identity): Promise<Answer | string
     if (answer.status >= 500) return `${WHAT} answered ${describe(answer)}`;
     if (answer.status !== 429) return answer;
     const wait = retryDelayMs(attempt, answer.headers['retry-after']);
-    if (performance.now() - started + wait > KEY_CHECK_429_MS) return `${WHAT} answered 429 ${attempt} time(s) in ${((performance.now() - started) / 1000).toFixed(1)} s`;
+    if (performance.now() - started + wait > KEY_CHECK_429_MS)
+      return `${WHAT} answered 429 ${attempt} time(s) in ${((performance.now() - started) / 1000).toFixed(1)} s`;
     await sleep(wait);
   }
 }

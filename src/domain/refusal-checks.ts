@@ -2,11 +2,12 @@
  * What a refusal may and may not carry: the assertions the named checks of refusals share with
  * the sequences model.
  */
-import { summary, type Answer } from './answer';
-import { quotesOwnerKey } from '../http/redact';
+
+import { expect } from '../checks/expect';
 import { DeclaredBehaviour } from '../config/errors';
 import type { Settings } from '../config/settings';
-import { expect } from '../checks/expect';
+import { quotesOwnerKey } from '../http/redact';
+import { type Answer, summary } from './answer';
 
 /** The fields of a stop result: a refusal must never carry them. */
 const STOP_RESULT_FIELDS = ['sessionDurationMs', 'creditsBilled'];
@@ -28,7 +29,10 @@ export function expectRefusal(answer: Answer, status?: number): void {
  */
 export function expectSchemeRefusal(answer: Answer, settings: Pick<Settings, 'declaredSchemeWord'>): void {
   const declared = settings.declaredSchemeWord;
-  if (!declared) return expectRefusal(answer);
+  if (!declared) {
+    expectRefusal(answer);
+    return;
+  }
   const accepted = answer.status === 200 && answer.body?.success === true;
   const why = `declared: the key is taken after any scheme word, so this stop acts as the owner's (200 with a stop result): ${summary(answer)}`;
   expect(accepted ? 'accepted' : answer.status >= 400 && answer.status < 500 ? 'refused: remove the scheme-word declaration' : 'neither', why).toBe('accepted');
@@ -58,9 +62,16 @@ function stopResultFieldsIn(answer: Answer): string[] {
 export function expectRevealsNothing(answer: Answer, ownerValues: string[]): void {
   expect(stopResultFieldsIn(answer), `a refusal must not carry the session's billing: ${summary(answer)}`).toEqual([]);
   // A rate limit's words may well name a wait in ms: only a refusal for who is asking must not name a duration or credits.
-  if (answer.status !== 429) expect(BILLING_IN_WORDS.exec(answer.text)?.[0], `a refusal must not tell the session's duration or credits, in words either: ${summary(answer)}`).toBeUndefined();
+  if (answer.status !== 429)
+    expect(
+      BILLING_IN_WORDS.exec(answer.text)?.[0],
+      `a refusal must not tell the session's duration or credits, in words either: ${summary(answer)}`,
+    ).toBeUndefined();
   // A 401 may quote the credential it was sent, which the authentication tests make from the owner's key; another team's 403 has no reason to hold any of it.
-  if (answer.status !== 401) expect(quotesOwnerKey(answer.text), `a refusal must not quote the owner's key, or 10 characters of it in a row (redacted here): ${summary(answer)}`).toBe(false);
+  if (answer.status !== 401)
+    expect(quotesOwnerKey(answer.text), `a refusal must not quote the owner's key, or 10 characters of it in a row (redacted here): ${summary(answer)}`).toBe(
+      false,
+    );
   const leaked = ownerValues.filter((value) => value.length >= 6 && answer.text.includes(value));
   expect(leaked, `a refusal must not carry what belongs to the owner: ${summary(answer)}`).toEqual([]);
 }
@@ -77,8 +88,8 @@ export function ownerValuesOf(answers: Answer[], extra: string[], askedJobId: st
   const values = new Set(extra);
   const visit = (node: unknown, depth: number) => {
     if (typeof node === 'string' && node.length >= 12 && !node.includes(askedJobId)) values.add(node);
-    else if (node && typeof node === 'object' && depth < 8) Object.values(node).forEach((value) => visit(value, depth + 1));
+    else if (node && typeof node === 'object' && depth < 8) for (const value of Object.values(node)) visit(value, depth + 1);
   };
-  answers.forEach((answer) => visit(answer.body, 0));
+  for (const answer of answers) visit(answer.body, 0);
   return [...values];
 }

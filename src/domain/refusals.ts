@@ -5,15 +5,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { accountPrices, stopPriced } from './account';
-import { boundsOf, clockStepMs } from './billing';
 import type { Check } from '../checks/checks';
-import { judge, type CheckCall } from './named-checks';
 import { note, step } from '../checks/recorder';
-import type { Answer } from './answer';
-import type { Client } from './client';
-import type { Session, Sessions } from './sessions';
 import type { Settings } from '../config/settings';
+import { accountPrices, stopPriced } from './account';
+import type { Answer } from './answer';
+import { boundsOf, clockStepMs } from './billing';
+import type { Client } from './client';
+import { type CheckCall, judge } from './named-checks';
+import type { Session, Sessions } from './sessions';
 import type { Identity } from './target';
 
 /**
@@ -29,14 +29,16 @@ export const refusalHoldMs = (settings: Pick<Settings, 'durationToleranceMs'> & 
 };
 
 /** The hold around a request that must leave a session running: sized from its own interact's exchange, or from what stops take on the target now if longer (the owner's stop must not eat the hold). */
-export const holdAroundMs = (api: Client, settings: Settings, created: Answer) => Math.round(refusalHoldMs(settings, Math.max(created.receivedAt - created.sentAt, api.stopExchangeMs())));
+export const holdAroundMs = (api: Client, settings: Settings, created: Answer) =>
+  Math.round(refusalHoldMs(settings, Math.max(created.receivedAt - created.sentAt, api.stopExchangeMs())));
 
 /**
  * The hold before such a request. Where the account may have to price the owner's stop (no stop
  * has stated its charge yet), 2 s more: a charge billed by the second tells the whole session from
  * a clock restarted at the refusal only when they differ by whole seconds.
  */
-export const holdBeforeMs = (api: Client, settings: Settings, created: Answer) => holdAroundMs(api, settings, created) + (accountPrices(api, settings) ? CHARGE_PROOF_MS : 0);
+export const holdBeforeMs = (api: Client, settings: Settings, created: Answer) =>
+  holdAroundMs(api, settings, created) + (accountPrices(api, settings) ? CHARGE_PROOF_MS : 0);
 export const CHARGE_PROOF_MS = 2_000;
 
 interface RefusalContext {
@@ -59,13 +61,20 @@ interface RefusalContext {
  * connection. With `interactAfter`, the owner
  * also uses the session after the refusal, as clients do.
  */
-export async function refuseThenOwnerStops(context: RefusalContext, refuser: Identity, refusedCheck: (answers: Answer[]) => CheckCall, { interactAfter = false } = {}): Promise<void> {
+export async function refuseThenOwnerStops(
+  context: RefusalContext,
+  refuser: Identity,
+  refusedCheck: (answers: Answer[]) => CheckCall,
+  { interactAfter = false } = {},
+): Promise<void> {
   const { api, sessions, session, check, settings, owner } = context;
   const holdMs = holdAroundMs(api, settings, session.created);
   const beforeMs = holdBeforeMs(api, settings, session.created);
   await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
   const refusersConnection = api.connection();
-  const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.stop(session.jobId, refuser, { connection: refusersConnection }));
+  const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () =>
+    api.stop(session.jobId, refuser, { connection: refusersConnection }),
+  );
   // The owner's key under a scheme word its file declares ignored is the owner's: no refusal to repeat.
   const takenAsOwner = refuser.team !== undefined && refuser.team === owner.team;
   const again = takenAsOwner
@@ -83,7 +92,9 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
     : await step(`${refuser.name} asks a third time, on its own connection`, () => api.stop(session.jobId, refuser, { connection: refusersConnection }));
   const upperCase = takenAsOwner
     ? undefined
-    : await step(`${refuser.name} asks once more, with the job id in upper case`, () => api.stop(session.jobId.toUpperCase(), refuser, { connection: refusersConnection }));
+    : await step(`${refuser.name} asks once more, with the job id in upper case`, () =>
+        api.stop(session.jobId.toUpperCase(), refuser, { connection: refusersConnection }),
+      );
   // The job in upper case is the same job (refused as the others) or none (404): a refusal either way.
   const refused = [refusal, again, third].filter((answer): answer is Answer => answer !== undefined);
   await check('refused', judge.all([refusedCheck(refused), ...(upperCase ? [judge.refused([upperCase])] : [])]));
@@ -93,7 +104,9 @@ export async function refuseThenOwnerStops(context: RefusalContext, refuser: Ide
     if (used.status !== 200) await check('survives', judge.usable(used));
   }
   await step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
-  const stop = await step("the owner stops the session, on the connection the refuser's request came on", () => stopPriced(api, session.jobId, owner, settings, { connection: refusersConnection }));
+  const stop = await step("the owner stops the session, on the connection the refuser's request came on", () =>
+    stopPriced(api, session.jobId, owner, settings, { connection: refusersConnection }),
+  );
   api.release(refusersConnection);
   // Taken as the owner's key, as the target's file declares: that request stopped the session, and this stop must find it settled.
   if (takenAsOwner && refusal.status === 200) await check('survives', judge.settledBy(stop, refusal));

@@ -2,15 +2,15 @@
  * The named checks of what spans more than one request: a burst, the run's leaks and account, and
  * each step of the sequences model's histories. Registered with the others (named-checks.ts).
  */
-import { CREDIT_USAGE_PATH, judgeAccount, judgeAlone } from './account';
-import { JOB_OF_PATH, summary, type Answer } from './answer';
-import { describeSettlement, distinctSettlements, isNewCharge, settlementOf, settlingStop, type Settled } from './settlements';
-import { expectRefusal, expectRevealsNothing, ownerValuesOf } from './refusal-checks';
-import { durationVerdict, measuredInterval, type Tolerances } from './billing';
+
+import { expect } from '../checks/expect';
 import { RunError } from '../config/errors';
 import { readRefusal } from '../http/limits';
-import type { StatedLimit } from './burst';
-import { expect } from '../checks/expect';
+import { CREDIT_USAGE_PATH, judgeAccount, judgeAlone } from './account';
+import { type Answer, JOB_OF_PATH, summary } from './answer';
+import { durationVerdict, measuredInterval, type Tolerances } from './billing';
+import { expectRefusal, expectRevealsNothing, ownerValuesOf } from './refusal-checks';
+import { describeSettlement, distinctSettlements, isNewCharge, type Settled, settlementOf, settlingStop } from './settlements';
 
 const jobOf = (answer: Answer) => (JOB_OF_PATH.exec(answer.path)?.[1] ?? answer.path).toLowerCase();
 
@@ -38,19 +38,27 @@ function sessionsOf(stops: Answer[], interacts: Answer[]): { jobId: string; stop
     if (!session) current.set(job, (session = { jobId: job, stops: [] }));
     if (!session.stops.length) sessions.push(session);
     // Not a re-charge: a repeat of any settlement the job reported, or a stop an interact that may have opened another session overlapped.
-    const earlier = sessions.filter((one) => one.jobId === job).flatMap((one) => one.stops).filter((stop) => stop !== answer && settlementOf(stop));
+    const earlier = sessions
+      .filter((one) => one.jobId === job)
+      .flatMap((one) => one.stops)
+      .filter((stop) => stop !== answer && settlementOf(stop));
     const overlapped = opening.some((interact) => jobOf(interact) === job && interact.sentAt < answer.receivedAt && interact.receivedAt > answer.sentAt);
-    if (last && isNewCharge(answer, last) && earlier.every((stop) => isNewCharge(answer, stop)) && !overlapped) settledAnew.push(`${summary(answer)} after ${describeSettlement(settlementOf(last)!)}`);
+    if (last && isNewCharge(answer, last) && earlier.every((stop) => isNewCharge(answer, stop)) && !overlapped)
+      settledAnew.push(`${summary(answer)} after ${describeSettlement(settlementOf(last)!)}`);
     session.stops.push(answer);
   }
   return Object.assign(sessions, { settledAnew });
 }
 
-export const STRAY_SETTLEMENTS = 'a stop of a job that never had a session (a random id, a scrape job without one) must find nothing (404) and change nothing; these settled a session, which can only have been another one';
+export const STRAY_SETTLEMENTS =
+  'a stop of a job that never had a session (a random id, a scrape job without one) must find nothing (404) and change nothing; these settled a session, which can only have been another one';
 
 /** The most answers that arrived within any one second of the burst. */
 export function peakPerSecond(answers: Answer[]): number {
-  return mostWithin(answers.map((answer) => [answer.receivedAt, answer.receivedAt]), 1000);
+  return mostWithin(
+    answers.map((answer) => [answer.receivedAt, answer.receivedAt]),
+    1000,
+  );
 }
 
 /** The most of these spans ([from, to], ms) that fit together inside any span of `ms`. */
@@ -59,6 +67,13 @@ function mostWithin(spans: [number, number][], ms: number): number {
   let most = 0;
   for (let first = 0; first < sorted.length; first++) most = Math.max(most, sorted.slice(first).filter(([, to]) => to < sorted[first][0] + ms).length);
   return most;
+}
+
+/** A limit the burst's refusals state in words (limits.ts), with those words. */
+export interface StatedLimit {
+  limit: number;
+  windowMs: number;
+  words: string;
 }
 
 /** The burst team's stated limit, and requests of its refused or not, each with how many the team sent in the window it was decided in. */
@@ -99,11 +114,17 @@ export const RUN_JUDGES = {
    */
   teamsIsolated(burstTeam: string, during: { as: { name: string }; answer: Answer }[], own?: OwnLimit): Verdict {
     const refused = during.filter(({ answer }) => answer.status === 429).map(({ as }) => as.name);
-    expect(refused, `while the ${burstTeam} was refused for its rate, these teams, whose plans had room, were refused too (a limit shared between teams, such as one per client address): ${during.map(({ as, answer }) => `${as.name}: ${summary(answer)}`).join('; ')}`).toEqual([]);
+    expect(
+      refused,
+      `while the ${burstTeam} was refused for its rate, these teams, whose plans had room, were refused too (a limit shared between teams, such as one per client address): ${during.map(({ as, answer }) => `${as.name}: ${summary(answer)}`).join('; ')}`,
+    ).toEqual([]);
     // The other way round: refused with room under its own stated limit, it was counted with another team's requests.
     for (const { answer, sent, after } of own?.asked ?? []) {
       if (answer.status !== 429) continue;
-      expect(sent, `${summary(answer)}${after ?? ''}, though the ${burstTeam} had sent only ${sent} request(s) in the window before, under half the ${own!.stated.limit} its refusals state ("${own!.stated.words}"): its limit counts other teams' requests`).toBeGreaterThanOrEqual(own!.stated.limit / 2);
+      expect(
+        sent,
+        `${summary(answer)}${after ?? ''}, though the ${burstTeam} had sent only ${sent} request(s) in the window before, under half the ${own!.stated.limit} its refusals state ("${own!.stated.words}"): its limit counts other teams' requests`,
+      ).toBeGreaterThanOrEqual(own!.stated.limit / 2);
     }
   },
   /** A burst faster than BURST_PROOF_RATE meets a 429; a slower one cannot tell a limit from none (an error of the run). */
@@ -112,8 +133,14 @@ export const RUN_JUDGES = {
     const stated = statedRate(answers);
     if (stated) {
       // Requests whose whole exchange fell inside one window: a fixed window's boundary among them lets twice the limit through, no limiter of that rate more.
-      const most = mostWithin(answers.filter((answer) => answer.status !== 429).map((answer) => [answer.sentAt, answer.receivedAt]), stated.windowMs);
-      expect(most, `the refusals state the team's limit, ${stated.limit} per ${stated.windowMs / 1000} s ("${stated.words}"), yet ${most} of the burst's requests, sent and answered within one such window, got through: more than twice that limit`).toBeLessThanOrEqual(2 * stated.limit);
+      const most = mostWithin(
+        answers.filter((answer) => answer.status !== 429).map((answer) => [answer.sentAt, answer.receivedAt]),
+        stated.windowMs,
+      );
+      expect(
+        most,
+        `the refusals state the team's limit, ${stated.limit} per ${stated.windowMs / 1000} s ("${stated.words}"), yet ${most} of the burst's requests, sent and answered within one such window, got through: more than twice that limit`,
+      ).toBeLessThanOrEqual(2 * stated.limit);
     }
     if (counts[429]) return;
     const peak = peakPerSecond(answers);
@@ -122,15 +149,22 @@ export const RUN_JUDGES = {
     if (peak < burstProofRate) {
       throw new RunError(
         `${reached}: below BURST_PROOF_RATE (${burstProofRate} a second), so a limit above that rate cannot be told from no limit. ` +
-          'The client could not send faster (a busy machine, or a slow target): run again where it can, raise BURST_CONCURRENCY, or set BURST_PROOF_RATE just above your plan\'s limit.',
+          "The client could not send faster (a busy machine, or a slow target): run again where it can, raise BURST_CONCURRENCY, or set BURST_PROOF_RATE just above your plan's limit.",
       );
     }
-    expect(counts[429] ?? 0, `${reached}: at least BURST_PROOF_RATE (${burstProofRate} a second), more than a plan allows; the target does not rate-limit (for a plan that allows more, raise BURST_PROOF_RATE and BURST_REQUESTS). Statuses: ${JSON.stringify(counts)}`).toBeGreaterThan(0);
+    expect(
+      counts[429] ?? 0,
+      `${reached}: at least BURST_PROOF_RATE (${burstProofRate} a second), more than a plan allows; the target does not rate-limit (for a plan that allows more, raise BURST_PROOF_RATE and BURST_REQUESTS). Statuses: ${JSON.stringify(counts)}`,
+    ).toBeGreaterThan(0);
   },
   /** The stops of live sessions during a burst answer 429, or 200 if they got through; a 429 carries nothing of the session or its team. */
   throttledRevealsNothing(stops: { answer: Answer; created: Answer; jobId: string }[], who: string, teamValues: string[]): Verdict {
-    for (const { answer } of stops) expect(answer.status, `the ${who}'s stop of its own session during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toBeOneOf([200, 429]);
-    for (const { answer, created, jobId } of stops.filter((stop) => stop.answer.status === 429)) expectRevealsNothing(answer, ownerValuesOf([created], teamValues, jobId));
+    for (const { answer } of stops)
+      expect(answer.status, `the ${who}'s stop of its own session during the burst answers 429, or 200 if it got through: ${summary(answer)}`).toBeOneOf([
+        200, 429,
+      ]);
+    for (const { answer, created, jobId } of stops.filter((stop) => stop.answer.status === 429))
+      expectRevealsNothing(answer, ownerValuesOf([created], teamValues, jobId));
   },
   /**
    * Each job whose last interact was refused or failed holds no session: the sweep's stop of it
@@ -140,8 +174,14 @@ export const RUN_JUDGES = {
   nothingLeft(found: { jobId: string; status?: number; interact?: Answer; stop: Answer; settled: (Settled | Answer)[] }[], jobs: number): Verdict {
     const refused = found.filter(({ interact }) => interact?.status !== 200).map((job) => ({ ...job, status: job.status ?? job.interact?.status }));
     const left = refused.filter(({ stop, settled }) => isNewCharge(stop) && settled.every((one) => isNewCharge(stop, one)));
-    const described = left.map(({ jobId, status, stop }) => `${jobId} (its last interact answered ${status ?? 'nothing'}; a session ran there, and its stop settled ${describeSettlement({ credits: stop.body!.creditsBilled, durationMs: stop.body!.sessionDurationMs })})`);
-    expect(described, `${jobs} job(s) whose interact was refused or failed must hold no session: a stop finds nothing (404) or reports a settlement already seen`).toEqual([]);
+    const described = left.map(
+      ({ jobId, status, stop }) =>
+        `${jobId} (its last interact answered ${status ?? 'nothing'}; a session ran there, and its stop settled ${describeSettlement({ credits: stop.body!.creditsBilled, durationMs: stop.body!.sessionDurationMs })})`,
+    );
+    expect(
+      described,
+      `${jobs} job(s) whose interact was refused or failed must hold no session: a stop finds nothing (404) or reports a settlement already seen`,
+    ).toEqual([]);
   },
   /** Stops of jobs that never had a session (a random id, a scrape job without one) settle nothing: any settlement was another session's. */
   settledNothing(stops: Answer[]): Verdict {
@@ -155,15 +195,43 @@ export const RUN_JUDGES = {
    * A job's stop that settles anew with no interact answered 200 since its last settlement charged
    * its stopped session again (`interacts`: the job's interacts, where the plan gives them).
    */
-  accountCharged(before: Answer, after: Answer[], scrapes: Answer[], stops: Answer[], settleMs: number, alone = false, interacts?: (Answer | undefined)[], rebills = true): Verdict {
+  accountCharged(
+    before: Answer,
+    after: Answer[],
+    scrapes: Answer[],
+    stops: Answer[],
+    settleMs: number,
+    alone = false,
+    interacts?: (Answer | undefined)[],
+    rebills = true,
+  ): Verdict {
     const remaining = (answer: Answer) => answer.body?.data?.remainingCredits as number;
-    if (![before, ...after].every((answer) => answer.status === 200 && typeof remaining(answer) === 'number')) return { notVerifiable: `the account could not be read (${CREDIT_USAGE_PATH})` };
+    if (![before, ...after].every((answer) => answer.status === 200 && typeof remaining(answer) === 'number'))
+      return { notVerifiable: `the account could not be read (${CREDIT_USAGE_PATH})` };
     // Without the interacts (a plan written before they were given), a job's stops are one session's.
-    const sessions = sessionsOf(stops, (interacts ?? []).filter((answer): answer is Answer => answer !== undefined));
-    if (!alone && interacts && rebills) expect(sessions.settledAnew, 'a stopped session is never charged again: a stop answered with a new settlement though no interact opened a session since the last one').toEqual([]);
-    const settlements = sessions.map(({ jobId, stops: answers }) => ({ jobId, settled: distinctSettlements(answers), reports: answers.filter((answer) => answer.status === 200).length }));
+    const sessions = sessionsOf(
+      stops,
+      (interacts ?? []).filter((answer): answer is Answer => answer !== undefined),
+    );
+    if (!alone && interacts && rebills)
+      expect(
+        sessions.settledAnew,
+        'a stopped session is never charged again: a stop answered with a new settlement though no interact opened a session since the last one',
+      ).toEqual([]);
+    const settlements = sessions.map(({ jobId, stops: answers }) => ({
+      jobId,
+      settled: distinctSettlements(answers),
+      reports: answers.filter((answer) => answer.status === 200).length,
+    }));
     const prices = scrapes.map((scrape) => scrape.body?.data?.metadata?.creditsUsed);
-    const spending = { settlements, scrapes: { count: scrapes.length, credits: prices.filter((price) => typeof price === 'number').reduce((sum, price) => sum + price, 0), unpriced: prices.filter((price) => typeof price !== 'number').length } };
+    const spending = {
+      settlements,
+      scrapes: {
+        count: scrapes.length,
+        credits: prices.filter((price) => typeof price === 'number').reduce((sum, price) => sum + price, 0),
+        unpriced: prices.filter((price) => typeof price !== 'number').length,
+      },
+    };
     const [last, closing] = after.slice(-2).map(remaining);
     const still = { remaining: closing ?? last, still: closing === undefined || last === closing };
     // One session alone, with nobody else on the team: any difference is the target's.
@@ -206,6 +274,10 @@ export const RUN_JUDGES = {
     // Equal settlements reported by both are one settlement as far as answers show: the account check has the last word.
     const settled = distinctSettlements(answers.filter((answer) => isNewCharge(answer, ended)));
     expect(settled.length, 'distinct new settlements').toBeLessThanOrEqual(live ? 1 : 0);
-    if (live) expect(answers.some((answer) => answer.status === 200), 'one of them succeeds').toBe(true);
+    if (live)
+      expect(
+        answers.some((answer) => answer.status === 200),
+        'one of them succeeds',
+      ).toBe(true);
   },
 } satisfies Record<string, (...args: never[]) => Verdict>;

@@ -6,20 +6,20 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { interactPath, summary, type Answer, type Client } from './client';
-import { PROVISIONING_RACE_MS } from './answer';
-import { openAccount, REFUSER_OPENING } from './account';
+import { notVerifiable } from '../checks/checks';
+import { schemaErrors } from '../checks/schemas';
+import { lastStatusOf, RunError } from '../config/errors';
+import type { Settings } from '../config/settings';
+import { giveBack } from '../coordination/budget';
 import { countProvisioningRetry, countSession } from '../coordination/cost';
 import type { SessionSlots } from '../coordination/session-slots';
-import type { Ledger } from './ledger';
-import { lastStatusOf, RunError } from '../config/errors';
-import { schemaErrors } from '../checks/schemas';
-import type { Settings } from '../config/settings';
-import { type Identities, type Identity } from './target';
-import { openingOf, type Opening } from './cap-discovery';
+import { openAccount, REFUSER_OPENING } from './account';
+import { PROVISIONING_RACE_MS } from './answer';
+import { type Opening, openingOf } from './cap-discovery';
 import { stopAsOwner } from './cleanup';
-import { notVerifiable } from '../checks/checks';
-import { giveBack } from '../coordination/budget';
+import { type Answer, type Client, interactPath, summary } from './client';
+import type { Ledger } from './ledger';
+import type { Identities, Identity } from './target';
 
 export interface Session {
   jobId: string;
@@ -41,7 +41,6 @@ export interface ProvisionOptions {
   /** Room for it was taken with others (provisionMany): a cap that shows is the caller's to handle. */
   reserved?: boolean;
 }
-
 
 /** What the sessions' code runs: cheap, and billed at the code rate (a prompt bills more). */
 export const INTERACT_BODY = { code: 'console.log("conformance session")', language: 'node' };
@@ -75,7 +74,18 @@ export class BudgetSpent extends Error {
 export interface SessionsOptions {
   api: Client;
   identities: Identities;
-  settings: Pick<Settings, 'scrapeUrl' | 'sessionCap' | 'backoffBudgetMs' | 'requestTimeoutMs' | 'testTimeoutMs' | 'accountCheck' | 'accountSettleMs' | 'sessionBudget' | 'budgetFolder'>;
+  settings: Pick<
+    Settings,
+    | 'scrapeUrl'
+    | 'sessionCap'
+    | 'backoffBudgetMs'
+    | 'requestTimeoutMs'
+    | 'testTimeoutMs'
+    | 'accountCheck'
+    | 'accountSettleMs'
+    | 'sessionBudget'
+    | 'budgetFolder'
+  >;
   ledger: Ledger;
   testId?: string;
   signal?: AbortSignal;
@@ -105,7 +115,8 @@ export class Sessions {
     let room = this.room.get(team);
     if (!room) {
       const { settings, api } = this.options;
-      if (!api.coordination) throw new RunError("sessions take turns under the target's cap with the run's other workers: their client needs the run's coordination");
+      if (!api.coordination)
+        throw new RunError("sessions take turns under the target's cap with the run's other workers: their client needs the run's coordination");
       this.room.set(team, (room = { slots: api.coordination.sessionSlots(team, settings.sessionCap), taken: 0 }));
     }
     return room;
@@ -113,7 +124,8 @@ export class Sessions {
 
   /** This test's sessions of `owner` that are live: provisioned, and not ended by an owner's stop it sent. */
   private liveOf(owner: Identity): number {
-    return this.live.filter((session) => session.owner === owner && !this.options.ledger.endedHere(this.options.api.target.baseURL, session.jobId, owner.name)).length;
+    return this.live.filter((session) => session.owner === owner && !this.options.ledger.endedHere(this.options.api.target.baseURL, session.jobId, owner.name))
+      .length;
   }
 
   /**
@@ -126,7 +138,11 @@ export class Sessions {
     room.slots.release();
     room.taken = 0;
     // Waiting for room under a cap is the plan: the other tests hold their sessions for no longer than a test lasts.
-    room.taken = await room.slots.take(count, performance.now() + Math.max(this.options.settings.backoffBudgetMs, this.options.settings.testTimeoutMs), this.options.api.signal);
+    room.taken = await room.slots.take(
+      count,
+      performance.now() + Math.max(this.options.settings.backoffBudgetMs, this.options.settings.testTimeoutMs),
+      this.options.api.signal,
+    );
     return room.taken;
   }
 
@@ -174,7 +190,10 @@ export class Sessions {
     const { backoffBudgetMs, testTimeoutMs } = this.options.settings;
     if (deadline.at === Infinity) deadline.at = performance.now() + Math.max(backoffBudgetMs, testTimeoutMs);
     // Sessions the run cannot see hold the cap (a target that orphans them, another client of the team): this test cannot tell anything, the target's other answers still can.
-    if (performance.now() + 1000 > deadline.at) notVerifiable(`${reached.message}, and no room came for as long as a test lasts (TEST_TIMEOUT_MS=${testTimeoutMs}, BACKOFF_BUDGET_MS=${backoffBudgetMs}): sessions the run did not open, or could not stop, hold it`);
+    if (performance.now() + 1000 > deadline.at)
+      notVerifiable(
+        `${reached.message}, and no room came for as long as a test lasts (TEST_TIMEOUT_MS=${testTimeoutMs}, BACKOFF_BUDGET_MS=${backoffBudgetMs}): sessions the run did not open, or could not stop, hold it`,
+      );
     await sleep(1000, undefined, { signal: this.options.api.signal });
   }
 
@@ -234,10 +253,19 @@ export class Sessions {
     // It may open a new session: one of the budget's, given back if it opens none.
     const giveBack = reopens ? this.takeFromBudget() : undefined;
     const opening = openingOf(this.options, owner, jobId, reopens);
-    const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, ...(reopens ? { giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true } : {}) }).catch((error) => {
-      opening.ended(lastStatusOf(error));
-      throw error;
-    });
+    const answer = await api
+      .send({
+        method: 'POST',
+        path: interactPath(jobId),
+        as: owner,
+        data: INTERACT_BODY,
+        attach: !quiet,
+        ...(reopens ? { giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true } : {}),
+      })
+      .catch((error) => {
+        opening.ended(lastStatusOf(error));
+        throw error;
+      });
     // Of interacts sent at once on a stopped job, the first to answer 200 writes the session it opened; the others used it.
     const opened = answer.status === 200 && reopens && ledger.endedHere(api.target.baseURL, jobId, owner.name);
     if (!opened) giveBack?.();
@@ -260,10 +288,17 @@ export class Sessions {
     const { ledger, api } = this.options;
     const open = this.created.filter(({ jobId, owner }) => !ledger.endedHere(api.target.baseURL, jobId, owner.name));
     // A job whose interacts were all refused gets one stop, in case the target opens what it refuses: not waited for, nor reported as left running.
-    const outcomes = await Promise.all(open.map(async ({ jobId, owner }) => ({ jobId, problem: await stopAsOwner(cleaner, owner, jobId, { once: ledger.heldNothing(api.target.baseURL, jobId) }) })));
-    const problems = outcomes.filter(({ jobId, problem }) => problem && !ledger.heldNothing(api.target.baseURL, jobId)).map(({ jobId, problem }) => `${jobId} (${problem})`);
+    const outcomes = await Promise.all(
+      open.map(async ({ jobId, owner }) => ({
+        jobId,
+        problem: await stopAsOwner(cleaner, owner, jobId, { once: ledger.heldNothing(api.target.baseURL, jobId) }),
+      })),
+    );
+    const problems = outcomes
+      .filter(({ jobId, problem }) => problem && !ledger.heldNothing(api.target.baseURL, jobId))
+      .map(({ jobId, problem }) => `${jobId} (${problem})`);
     // Room stays taken for a session that could not be stopped: it may still count against the cap.
-    if (!problems.length) for (const room of this.room.values()) (room.slots.release(), (room.taken = 0));
+    if (!problems.length) for (const room of this.room.values()) room.slots.release(), (room.taken = 0);
     return problems;
   }
 
@@ -292,10 +327,20 @@ export class Sessions {
         Array.from({ length: count }, async () => {
           const opening = openingOf(this.options, owner, jobId, true);
           // `once`: a 429 is the answer, not waited out.
-          const answer = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, onAttempt: opening.onAttempt, opens: true, ...(once ? { on429: 'once' as const } : { giveUpOn429: opening.giveUpOn429 }) }).catch((error) => {
-            opening.ended(lastStatusOf(error));
-            throw error;
-          });
+          const answer = await api
+            .send({
+              method: 'POST',
+              path: interactPath(jobId),
+              as: owner,
+              data: INTERACT_BODY,
+              onAttempt: opening.onAttempt,
+              opens: true,
+              ...(once ? { on429: 'once' as const } : { giveUpOn429: opening.giveUpOn429 }),
+            })
+            .catch((error) => {
+              opening.ended(lastStatusOf(error));
+              throw error;
+            });
           opening.ended(answer.status);
           return answer;
         }),
@@ -303,7 +348,7 @@ export class Sessions {
       if (opens.some((answer) => answer.status !== 404) || performance.now() + wait > until) break;
       await sleep(wait, undefined, { signal: this.options.signal });
     }
-    if (opens.some((answer) => answer.status === 200)) (this.live.push({ jobId, owner }), countSession());
+    if (opens.some((answer) => answer.status === 200)) this.live.push({ jobId, owner }), countSession();
     else giveBackSession();
     return { jobId, opens };
   }
@@ -312,20 +357,29 @@ export class Sessions {
   private async scrape(forSession: boolean, quiet: boolean, owner: Identity): Promise<{ jobId: string; scrape: Answer }> {
     const { api, ledger, settings, testId } = this.options;
     // The owner's account, and the foreign team's (which refuses the owner's sessions), are read before the run's first charge: the account check holds them to what the run saw.
-    if (owner === this.owner) await Promise.all([openAccount(api, owner, settings), openAccount(api, this.options.identities.foreign, settings, REFUSER_OPENING)]);
+    if (owner === this.owner)
+      await Promise.all([openAccount(api, owner, settings), openAccount(api, this.options.identities.foreign, settings, REFUSER_OPENING)]);
     const token = randomUUID();
     const scraping = { target: api.target.baseURL, identity: owner.name, scrape: token };
     let sent = false;
     // Written as each attempt leaves (not while it waits for a place under the scrape limiter): a scrape holds a job slot from then on.
     const onAttempt = () => (sent || ledger.scrape('scraping', scraping), (sent = true));
-    const answer = await api.send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl }, attach: !quiet, onAttempt }).catch((error) => {
-      if (sent) ledger.scrape('scrape-done', scraping);
-      throw error;
-    });
+    const answer = await api
+      .send({ method: 'POST', path: '/v2/scrape', as: owner, data: { url: settings.scrapeUrl }, attach: !quiet, onAttempt })
+      .catch((error) => {
+        if (sent) ledger.scrape('scrape-done', scraping);
+        throw error;
+      });
     const jobId: unknown = answer.body?.data?.metadata?.scrapeId;
     if (answer.status === 200) {
       const price = answer.body?.data?.metadata?.creditsUsed;
-      ledger.scraped({ target: api.target.baseURL, jobId: typeof jobId === 'string' && PLAIN_ID.test(jobId) ? jobId : undefined, identity: owner.name, credits: typeof price === 'number' && Number.isFinite(price) ? price : undefined, scrape: token });
+      ledger.scraped({
+        target: api.target.baseURL,
+        jobId: typeof jobId === 'string' && PLAIN_ID.test(jobId) ? jobId : undefined,
+        identity: owner.name,
+        credits: typeof price === 'number' && Number.isFinite(price) ? price : undefined,
+        scrape: token,
+      });
     } else ledger.scrape('scrape-done', scraping);
     if (forSession && typeof jobId === 'string' && PLAIN_ID.test(jobId)) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
@@ -351,7 +405,9 @@ export class Sessions {
     }
     const spent = `the run's session budget (${budget.sessions}: SESSION_BUDGET, or less to fit CREDIT_BUDGET) is spent`;
     if (allowance) throw new BudgetSpent(spent);
-    return notVerifiable(`${spent}, so this test could not open its session${budget.needed ? `: a budget of ${budget.needed} or more verifies every chosen test` : ''}`);
+    return notVerifiable(
+      `${spent}, so this test could not open its session${budget.needed ? `: a budget of ${budget.needed} or more verifies every chosen test` : ''}`,
+    );
   }
 
   private async provisionNow({ gapMs = 0, quiet = false, as: owner = this.owner, job }: ProvisionOptions & { job?: ScrapedJob } = {}): Promise<Session> {
@@ -366,7 +422,11 @@ export class Sessions {
     }
   }
 
-  private async provisionTaken({ gapMs = 0, quiet = false, as: owner = this.owner }: ProvisionOptions, tried: { sent?: boolean; status?: number }, job?: ScrapedJob): Promise<Session> {
+  private async provisionTaken(
+    { gapMs = 0, quiet = false, as: owner = this.owner }: ProvisionOptions,
+    tried: { sent?: boolean; status?: number },
+    job?: ScrapedJob,
+  ): Promise<Session> {
     const { api } = this.options;
     const { jobId, scrape } = job ?? (await this.scrape(true, quiet, owner));
     if (gapMs > 0 && !job) await sleep(gapMs, undefined, { signal: this.options.signal });
@@ -376,10 +436,22 @@ export class Sessions {
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
       opening = openingOf(this.options, owner, jobId, true);
       tried.sent = true;
-      interact = await api.send({ method: 'POST', path: interactPath(jobId), as: owner, data: INTERACT_BODY, attach: !quiet, giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true, provisions: true }).catch((error) => {
-        opening.ended(lastStatusOf(error));
-        throw error;
-      });
+      interact = await api
+        .send({
+          method: 'POST',
+          path: interactPath(jobId),
+          as: owner,
+          data: INTERACT_BODY,
+          attach: !quiet,
+          giveUpOn429: opening.giveUpOn429,
+          onAttempt: opening.onAttempt,
+          opens: true,
+          provisions: true,
+        })
+        .catch((error) => {
+          opening.ended(lastStatusOf(error));
+          throw error;
+        });
       tried.status = interact.status;
       opening.ended(interact.status);
       if (interact.status !== 404 || performance.now() + wait > until) break;

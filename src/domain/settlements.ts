@@ -52,10 +52,13 @@ export function distinctSettlements(answers: Pick<Answer, 'status' | 'body'>[]):
   return found;
 }
 
-export const describeSettlement = (settled: Settled) => `${settled.credits} credit(s)${settled.durationMs === undefined ? '' : ` for ${settled.durationMs} ms`}`;
+export const describeSettlement = (settled: Settled) =>
+  `${settled.credits} credit(s)${settled.durationMs === undefined ? '' : ` for ${settled.durationMs} ms`}`;
 
 /** Of stops of one session sent at once, the one whose answer settles it (200, with a duration where one gives it); a lone stop is itself. */
 export function settlingStop<A extends Answer>(stops: A | A[]): A {
   if (!Array.isArray(stops)) return stops;
-  return stops.find((answer) => answer.status === 200 && answer.body?.sessionDurationMs !== undefined) ?? stops.find((answer) => answer.status === 200) ?? stops[0];
+  return (
+    stops.find((answer) => answer.status === 200 && answer.body?.sessionDurationMs !== undefined) ?? stops.find((answer) => answer.status === 200) ?? stops[0]
+  );
 }

@@ -5,10 +5,10 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { registerSecret } from '../http/redact';
 import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
-import { callersFor, nearMissesOf, type Identity, type IdentityName } from './callers';
+import { registerSecret } from '../http/redact';
+import { callersFor, type Identity, type IdentityName, nearMissesOf } from './callers';
 
 export { caseChanged, type Identity, type IdentityName } from './callers';
 
@@ -17,7 +17,6 @@ export interface Target {
   /** A reference the suite started itself: its keys are those of fixtures/teams.json. */
   embedded: boolean;
 }
-
 
 export const TEAMS_FILE = path.join(__dirname, '..', '..', 'fixtures', 'teams.json');
 
@@ -43,16 +42,22 @@ interface Keys {
 
 /** The owner's, the foreign team's and, when there is one, the burst team's keys. */
 export function keysOf(target: Target, settings: Settings): Keys {
-  if (!target.embedded) return { apiKey: settings.apiKey!, foreignApiKey: settings.foreignApiKey!, burstApiKey: settings.burstApiKey, ownerTeam: [], burstTeam: [] };
+  if (!target.embedded)
+    return { apiKey: settings.apiKey!, foreignApiKey: settings.foreignApiKey!, burstApiKey: settings.burstApiKey, ownerTeam: [], burstTeam: [] };
   const [owner, foreign, burst] = (JSON.parse(readFileSync(TEAMS_FILE, 'utf8')) as { teams: Team[] }).teams;
-  return { apiKey: owner.keys[0], foreignApiKey: foreign.keys[0], burstApiKey: burst?.keys[0], ownerTeam: [owner.id, owner.name], burstTeam: burst ? [burst.id, burst.name] : [] };
+  return {
+    apiKey: owner.keys[0],
+    foreignApiKey: foreign.keys[0],
+    burstApiKey: burst?.keys[0],
+    ownerTeam: [owner.id, owner.name],
+    burstTeam: burst ? [burst.id, burst.name] : [],
+  };
 }
 
 /** Whether the burst has a team of its own (the embedded reference's third team, or BURST_API_KEY). */
 export function burstHasOwnTeam(settings: Settings): boolean {
   return keysOf({ baseURL: settings.baseURL ?? '', embedded: settings.embedded }, settings).burstApiKey !== undefined;
 }
-
 
 /**
  * Every caller the suite plays, and what is known of the owner team (for the embedded reference:

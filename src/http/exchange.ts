@@ -91,7 +91,14 @@ export async function exchange(url: string, { method, headers, data, timeoutMs, 
             Object.entries(response.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]),
           );
           try {
-            resolve({ status: response.statusCode!, headers: answerHeaders, body: decode(Buffer.concat(chunks), answerHeaders['content-encoding'], maxBodyBytes), sentAt, receivedAt, reused: request?.reusedSocket === true });
+            resolve({
+              status: response.statusCode!,
+              headers: answerHeaders,
+              body: decode(Buffer.concat(chunks), answerHeaders['content-encoding'], maxBodyBytes),
+              sentAt,
+              receivedAt,
+              reused: request?.reusedSocket === true,
+            });
           } catch (error) {
             reject(error);
           }
@@ -104,7 +111,9 @@ export async function exchange(url: string, { method, headers, data, timeoutMs, 
       // A kept-alive connection the server closed just as it was reused: the request never reached it.
       request.on('error', (error) => reject(failure ?? Object.assign(error, { reusedSocket: request?.reusedSocket === true })));
       // Deferred: a complete answer's 'end' always comes first, and settles the promise.
-      (socket ?? request).on('close', () => setImmediate(() => settled || reject(failure ?? new RunError('the connection closed before the answer was complete'))));
+      (socket ?? request).on('close', () =>
+        setImmediate(() => settled || reject(failure ?? new RunError('the connection closed before the answer was complete'))),
+      );
       sentAt = performance.now();
       request.end(body);
     });

@@ -55,7 +55,7 @@ function secondsIn(match: RegExpExecArray | null): number | undefined {
 
 /** Retry-After in seconds or as a date, in ms from now; undefined when absent or meaningless. */
 export function retryAfterMs(value: string | undefined): number | undefined {
-  if (!value || !value.trim()) return undefined;
+  if (!value?.trim()) return undefined;
   if (/^\s*-?\d+(\.\d+)?\s*$/.test(value)) return Math.min(Number(value) * 1000, 3_600_000);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.min(date - Date.now(), 3_600_000);

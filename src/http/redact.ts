@@ -21,7 +21,7 @@ const keysByLabel = new Map<string, string>();
 
 export function registerSecret(value: string | undefined, label: string): void {
   if (!value) return;
-  if (!keysByLabel.has(label)) (keysByLabel.set(label, value), (pieces = undefined));
+  if (!keysByLabel.has(label)) keysByLabel.set(label, value), (pieces = undefined);
   for (const form of formsOf(value)) if (!forms.has(form)) forms.set(form, `[${label}]`);
   ordered = [...forms].sort(([a], [b]) => b.length - a.length);
 }
@@ -67,6 +67,8 @@ function ownerKeyPieces(): string[] {
   // Without another team's key, what is the owner's own is not known: a key's common parts ("fc-") are not secrets.
   const key = keysByLabel.has('FOREIGN_API_KEY') ? (keysByLabel.get('API_KEY') ?? '') : '';
   const others = ['FOREIGN_API_KEY', 'BURST_API_KEY'].map((label) => keysByLabel.get(label) ?? '');
-  pieces = Array.from({ length: Math.max(0, key.length - PIECE + 1) }, (_, from) => key.slice(from, from + PIECE)).filter((piece) => !others.some((other) => other.includes(piece)));
+  pieces = Array.from({ length: Math.max(0, key.length - PIECE + 1) }, (_, from) => key.slice(from, from + PIECE)).filter(
+    (piece) => !others.some((other) => other.includes(piece)),
+  );
   return pieces;
 }

@@ -3,20 +3,20 @@
  * deviations (src/checks/checks.ts says how), and the labels that key the report by test id.
  */
 import path from 'node:path';
-import { test, type Fixtures, type TestInfo } from '@playwright/test';
+import { type Fixtures, type TestInfo, test } from '@playwright/test';
 import { description, displayName, historyId, label, labels, link, testCaseId } from 'allure-js-commons';
+import { type Check, type ComposedReproduction, notVerifiable } from '../checks/checks';
+import { type Failure, failureOf } from '../checks/failure';
 import type { KnownDeviation } from '../config/deviations';
 import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from '../config/errors';
-import { entryOf, reportGroupOf, RULES, ruleOf, testIdOf, type TestId } from '../config/rules';
+import { entryOf, RULES, reportGroupOf, ruleOf, type TestId, testIdOf } from '../config/rules';
 import type { Settings } from '../config/settings';
-import { notVerifiable, type Check, type ComposedReproduction } from '../checks/checks';
-import { failureOf, type Failure } from '../checks/failure';
+import type { Coordination } from '../coordination/coordination';
 import { runCheck } from '../domain/named-checks';
 import { redact } from '../http/redact';
-import type { Trace } from '../reproduction/trace';
-import type { Coordination } from '../coordination/coordination';
 import { REPRODUCTION } from '../reproduction/plan';
-import { curlLine, writeReproduction, type Reproducible } from '../reproduction/write';
+import type { Trace } from '../reproduction/trace';
+import { curlLine, type Reproducible, writeReproduction } from '../reproduction/write';
 
 /** The declared behaviours a test met, each with its reason: the test ends as a known deviation once its checks are done. */
 type Declared = { name: string; message: string; reason: string }[];
@@ -41,42 +41,54 @@ async function markNotVerifiable(testInfo: TestInfo): Promise<void> {
   await displayName(`[not verifiable] ${testInfo.title}`);
 }
 
-function createCheck(id: TestId, deviations: KnownDeviation[], reproduceDeviations: boolean, testInfo: TestInfo, outcomes: Map<string, 'passed' | 'deviated'>, declared: Declared, failures: Failure[]): Check {
+function createCheck(
+  id: TestId,
+  deviations: KnownDeviation[],
+  reproduceDeviations: boolean,
+  testInfo: TestInfo,
+  outcomes: Map<string, 'passed' | 'deviated'>,
+  declared: Declared,
+  failures: Failure[],
+): Check {
   const { checks } = entryOf(id);
   return async (name, judgement, reproduce) => {
     if (!checks.includes(name)) throw new RunError(`check "${name}" is not in the catalogue of ${id} (src/config/rules.ts)`);
     const deviation = deviations.find((entry) => entry.test === id && entry.check === name);
     let unverifiable: string | undefined;
-    await test.step(`check ${name}`, async () => {
-      try {
-        if (typeof judgement === 'function') await judgement();
-        else unverifiable = runCheck(judgement)?.notVerifiable;
-        outcomes.set(name, 'passed');
-      } catch (error) {
-        const message = plain(String((error as Error)?.message ?? error));
-        if (error instanceof DeclaredBehaviour) {
-          // The target did what its file states it does instead: recorded, and the test goes on.
+    await test.step(
+      `check ${name}`,
+      async () => {
+        try {
+          if (typeof judgement === 'function') await judgement();
+          else unverifiable = runCheck(judgement)?.notVerifiable;
+          outcomes.set(name, 'passed');
+        } catch (error) {
+          const message = plain(String((error as Error)?.message ?? error));
+          if (error instanceof DeclaredBehaviour) {
+            // The target did what its file states it does instead: recorded, and the test goes on.
+            outcomes.set(name, 'deviated');
+            if (reproduceDeviations && typeof judgement !== 'function') failures.push(failureOf(name, judgement, error));
+            declared.push({ name, message, reason: error.reason });
+            await markKnownDeviation(testInfo, name, error.reason);
+            return;
+          }
+          // The target failed exactly as an entry of its file says.
+          const reason = deviation && !(error instanceof RunError) && (!deviation.message || deviation.message.test(message)) ? deviation.reason : undefined;
+          if (reason === undefined) {
+            const call = typeof judgement === 'function' ? undefined : judgement;
+            const composed = reproduce && !(error instanceof RunError) ? composedOrNote(reproduce, testInfo) : undefined;
+            if ((call || composed) && !(error instanceof RunError)) failures.push(failureOf(name, call, error, composed));
+            throw error;
+          }
           outcomes.set(name, 'deviated');
           if (reproduceDeviations && typeof judgement !== 'function') failures.push(failureOf(name, judgement, error));
-          declared.push({ name, message, reason: error.reason });
-          await markKnownDeviation(testInfo, name, error.reason);
-          return;
+          await markKnownDeviation(testInfo, name, reason);
+          testInfo.fail(true, `Known deviation of this target: ${reason}`);
+          throw new KnownDeviationError(`${id} › ${name}: ${reason}\n${message}`);
         }
-        // The target failed exactly as an entry of its file says.
-        const reason = deviation && !(error instanceof RunError) && (!deviation.message || deviation.message.test(message)) ? deviation.reason : undefined;
-        if (reason === undefined) {
-          const call = typeof judgement === 'function' ? undefined : judgement;
-          const composed = reproduce && !(error instanceof RunError) ? composedOrNote(reproduce, testInfo) : undefined;
-          if ((call || composed) && !(error instanceof RunError)) failures.push(failureOf(name, call, error, composed));
-          throw error;
-        }
-        outcomes.set(name, 'deviated');
-        if (reproduceDeviations && typeof judgement !== 'function') failures.push(failureOf(name, judgement, error));
-        await markKnownDeviation(testInfo, name, reason);
-        testInfo.fail(true, `Known deviation of this target: ${reason}`);
-        throw new KnownDeviationError(`${id} › ${name}: ${reason}\n${message}`);
-      }
-    }, { box: true });
+      },
+      { box: true },
+    );
     if (unverifiable) notVerifiable(unverifiable);
   };
 }
@@ -112,7 +124,12 @@ async function reportFailures(settings: Settings, failed: Reproducible, testInfo
   await testInfo.attach('reproduction', { path: file, contentType: 'text/javascript' });
 }
 
-export const checkFixtures: Fixtures<{ testId: TestId; check: Check; reproductionsFolder: string | undefined }, { keepWorkerOnFailure: boolean }, { requestTrace: Trace; coordination: Coordination }, { settings: Settings }> = {
+export const checkFixtures: Fixtures<
+  { testId: TestId; check: Check; reproductionsFolder: string | undefined },
+  { keepWorkerOnFailure: boolean },
+  { requestTrace: Trace; coordination: Coordination },
+  { settings: Settings }
+> = {
   /**
    * An option for the kit's variant matrix, where most faulty variants fail a test: a test that
    * failed is then marked as expected to, so that Playwright keeps its worker instead of starting

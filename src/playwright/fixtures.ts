@@ -8,20 +8,21 @@
  * This layer alone speaks to Playwright: the library records its steps through the recorder it
  * installs (recorder.ts).
  */
-import * as playwright from '@playwright/test';
+
 import type { Fixtures } from '@playwright/test';
+import * as playwright from '@playwright/test';
 import './recorder';
 import { RunError } from '../config/errors';
 import type { TestId } from '../config/rules';
-import { loadSettings, withKnownDeviations, type Settings } from '../config/settings';
-import { predict } from '../domain/budget';
-import { createClient, type Client } from '../domain/client';
-import { Ledger, ledgerFile } from '../domain/ledger';
-import { Sessions, type Session } from '../domain/sessions';
-import { burstHasOwnTeam, identitiesFor, targetFrom, type Identities, type Target } from '../domain/target';
-import { checkFixtures } from './checks';
-import { Trace } from '../reproduction/trace';
+import { loadSettings, type Settings, withKnownDeviations } from '../config/settings';
 import { Coordination } from '../coordination/coordination';
+import { predict } from '../domain/budget';
+import { type Client, createClient } from '../domain/client';
+import { Ledger, ledgerFile } from '../domain/ledger';
+import { type Session, Sessions } from '../domain/sessions';
+import { burstHasOwnTeam, type Identities, identitiesFor, type Target, targetFrom } from '../domain/target';
+import { Trace } from '../reproduction/trace';
+import { checkFixtures } from './checks';
 
 export { expect } from '../checks/expect';
 
@@ -31,7 +32,10 @@ export { expect } from '../checks/expect';
  */
 export const burstLock = () => (burstHasOwnTeam(loadSettings()) ? 'rate-limit-burst' : '-exclusive-');
 
-const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteHoldMs: number }, { settings: Settings; knownDeviationsFile: string | undefined; sessionCap: number | undefined }> = {
+const targetFixtures: Fixtures<
+  { target: Target; identities: Identities; minuteHoldMs: number },
+  { settings: Settings; knownDeviationsFile: string | undefined; sessionCap: number | undefined }
+> = {
   /** For the kit's variant matrix: the known-deviations file of this worker's target, in place of KNOWN_DEVIATIONS, and its stated cap. */
   knownDeviationsFile: [undefined, { scope: 'worker', option: true }],
   sessionCap: [undefined, { scope: 'worker', option: true }],
@@ -50,7 +54,12 @@ const targetFixtures: Fixtures<{ target: Target; identities: Identities; minuteH
 };
 
 /** A test's client, attaching to its report; cancelled when the test ends. */
-const clientFixtures: Fixtures<{ api: Client; requestTrace: Trace; coordination: Coordination }, { ledger: Ledger }, { target: Target; identities: Identities }, { settings: Settings }> = {
+const clientFixtures: Fixtures<
+  { api: Client; requestTrace: Trace; coordination: Coordination },
+  { ledger: Ledger },
+  { target: Target; identities: Identities },
+  { settings: Settings }
+> = {
   /** Every request of the test, for its reproduction. */
   requestTrace: async ({}, use) => use(new Trace()),
   /** What the test shares with the run's other workers about its target (src/coordination/coordination.ts). */
@@ -60,7 +69,15 @@ const clientFixtures: Fixtures<{ api: Client; requestTrace: Trace; coordination:
 
   // `identities` first: it registers the keys for redaction before any request.
   api: async ({ target, settings, ledger, coordination, requestTrace: trace, identities: _ }, use, testInfo) => {
-    const api = createClient({ target, settings, ledger, coordination, endsRunOnHang: true, onAnswer: (answer, request) => trace.record(answer, request), attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }) });
+    const api = createClient({
+      target,
+      settings,
+      ledger,
+      coordination,
+      endsRunOnHang: true,
+      onAnswer: (answer, request) => trace.record(answer, request),
+      attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }),
+    });
     await use(api);
     api.cancel();
     // After the sessions' teardown, which used this test's client too: the tally includes its stops.
@@ -80,7 +97,13 @@ const sessionFixtures: Fixtures<
     await use(sessions);
     // The test is over (or abandoned): end its requests and waits, then stop what it left running.
     api.cancel();
-    const cleaner = createClient({ target, settings, ledger, coordination: api.coordination, attach: (name, body) => testInfo.attach(`cleanup: ${name}`, { body, contentType: 'application/json' }) });
+    const cleaner = createClient({
+      target,
+      settings,
+      ledger,
+      coordination: api.coordination,
+      attach: (name, body) => testInfo.attach(`cleanup: ${name}`, { body, contentType: 'application/json' }),
+    });
     const problems = await sessions.cleanup(cleaner);
     if (problems.length) throw new RunError(`Could not stop ${problems.length} session(s) this test created: ${problems.join(', ')}`);
   },

@@ -6,13 +6,13 @@
  */
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import { channel, reportsFolderInUse, takeReportsFolder } from '../coordination/run-folder';
-import { exchange } from '../http/exchange';
-import { Ledger, ledgerFile } from '../domain/ledger';
 import { RunError, whyUnreachable } from '../config/errors';
-import { stopOpenSessions } from '../domain/cleanup';
-import { checkKeys } from '../domain/preflight';
 import { loadSettingsOrExit, type Settings } from '../config/settings';
+import { channel, reportsFolderInUse, takeReportsFolder } from '../coordination/run-folder';
+import { stopOpenSessions } from '../domain/cleanup';
+import { Ledger, ledgerFile } from '../domain/ledger';
+import { checkKeys } from '../domain/preflight';
+import { exchange } from '../http/exchange';
 
 /** Any HTTP answer proves the target reachable; a refused connection or a timeout does not. */
 async function checkReachable(baseURL: string, settings: Pick<Settings, 'requestTimeoutMs'>): Promise<string | undefined> {
@@ -48,7 +48,11 @@ function windDownWithoutCommand(): () => void {
     process.kill(process.pid, 'SIGINT');
   };
   // The end of the stream, not an error: a descriptor that is no pipe must not stop the run.
-  pipe.once('end', windDown).on('error', () => {}).resume().unref();
+  pipe
+    .once('end', windDown)
+    .on('error', () => {})
+    .resume()
+    .unref();
   return () => {
     pipe.off('end', windDown);
     pipe.destroy();
@@ -84,8 +88,10 @@ export default async function globalSetup() {
   const left = ledger.open().filter((entry) => !entry.embedded);
   const elsewhere = left.filter((entry) => entry.target !== settings.baseURL);
   if (elsewhere.length) {
-    exit(`${ledger.file} holds ${elsewhere.length} session(s) of ${[...new Set(elsewhere.map((e) => e.target))].join(', ')} that no run stopped. ` +
-      'Run `npm run cleanup` with that BASE_URL and its API_KEY first, or delete the file if you know they are gone.');
+    exit(
+      `${ledger.file} holds ${elsewhere.length} session(s) of ${[...new Set(elsewhere.map((e) => e.target))].join(', ')} that no run stopped. ` +
+        'Run `npm run cleanup` with that BASE_URL and its API_KEY first, or delete the file if you know they are gone.',
+    );
   }
   if (left.length) {
     const { stopped, failed } = await stopOpenSessions(ledger, settings);
@@ -101,7 +107,8 @@ export default async function globalSetup() {
     const { stopped, failed } = await stopOpenSessions(ledger, settings);
     release();
     if (stopped.length) console.log(`The global teardown stopped ${stopped.length} session(s) their tests left:\n  ${stopped.join('\n  ')}`);
-    if (failed.length) throw new RunError(`Could not stop ${failed.length} session(s) of this run; they may still be running and billed:\n  ${failed.join('\n  ')}`);
+    if (failed.length)
+      throw new RunError(`Could not stop ${failed.length} session(s) of this run; they may still be running and billed:\n  ${failed.join('\n  ')}`);
   };
 }
 

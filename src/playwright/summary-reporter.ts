@@ -8,15 +8,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FullConfig, FullResult, Reporter, Suite, TestCase, TestError, TestResult } from '@playwright/test/reporter';
-import { redact } from '../http/redact';
-import { costOf, readSpend, type Cost } from '../coordination/cost';
-import { learntCaps } from '../coordination/session-slots';
+import { describeRate, type Limiter, type Rate } from '../config/rates';
+import { ruleOf, type TestId, testIdOf } from '../config/rules';
+import { type Cost, costOf, readSpend } from '../coordination/cost';
 import { channel } from '../coordination/run-folder';
 import { learntRates } from '../coordination/schedule';
-import { describeRate, type Limiter, type Rate } from '../config/rates';
-import { ruleOf, testIdOf, type TestId } from '../config/rules';
+import { learntCaps } from '../coordination/session-slots';
+import { redact } from '../http/redact';
+import { emptyRecords, indented, outcomeOf, renderSummary, type Summary, summarise, type TestRecord, wholeMessage } from '../report/verdict';
 import { REPRODUCTION } from '../reproduction/plan';
-import { emptyRecords, indented, outcomeOf, renderSummary, summarise, wholeMessage, type Summary, type TestRecord } from '../report/verdict';
 
 export interface SummaryOptions {
   reportsDir: string;
@@ -93,13 +93,29 @@ export default class SummaryReporter implements Reporter {
     });
     const annotation = (type: string) => [...test.annotations, ...(result.annotations ?? [])].find((found) => found.type === type)?.description;
     const [reproduction, curl] = outcome === 'fail' || outcome === 'known deviation' ? [annotation(REPRODUCTION), annotation('curl')] : [];
-    this.records.set(id, { ...this.records.get(id)!, outcome, note: note && redact(note), ...(notes ? { notes: redact(notes) } : {}), ...(reproduction ? { reproduction } : {}), ...(curl ? { curl } : {}) });
+    this.records.set(id, {
+      ...this.records.get(id)!,
+      outcome,
+      note: note && redact(note),
+      ...(notes ? { notes: redact(notes) } : {}),
+      ...(reproduction ? { reproduction } : {}),
+      ...(curl ? { curl } : {}),
+    });
     this.durations.set(id, result.duration);
     // Why, for anything but a pass: each error whole (the test's own, its teardown's), or the note, indented under the test's line.
     const errors = result.errors.map((error) => wholeMessage(redact(error.message ?? error.value ?? '')));
-    const why = outcome === 'pass' ? [] : outcome === 'fail' || outcome === 'error' ? [...new Set(errors.filter((error) => error !== undefined))].slice(0, 3) : [wholeMessage(note && redact(note))].filter((text) => text !== undefined);
-    const reproduce = reproduction ? [`      reproduce: node ${path.relative(process.cwd(), path.join(this.options.reportsDir, reproduction))}${curl ? `, or: ${curl}` : ''}`] : [];
-    console.log([`  ${outcome.toUpperCase().padEnd(16)} ${id} (${result.duration} ms)`, ...why.map((text) => indented(text, '      ')), ...reproduce].join('\n'));
+    const why =
+      outcome === 'pass'
+        ? []
+        : outcome === 'fail' || outcome === 'error'
+          ? [...new Set(errors.filter((error) => error !== undefined))].slice(0, 3)
+          : [wholeMessage(note && redact(note))].filter((text) => text !== undefined);
+    const reproduce = reproduction
+      ? [`      reproduce: node ${path.relative(process.cwd(), path.join(this.options.reportsDir, reproduction))}${curl ? `, or: ${curl}` : ''}`]
+      : [];
+    console.log(
+      [`  ${outcome.toUpperCase().padEnd(16)} ${id} (${result.duration} ms)`, ...why.map((text) => indented(text, '      ')), ...reproduce].join('\n'),
+    );
     this.done += 1;
     this.progress();
   }
@@ -121,7 +137,9 @@ export default class SummaryReporter implements Reporter {
   /** The rates the run learnt or was told, the stated one first. */
   private rates(): { team: string; limiter: Limiter; limit: number; windowMs: number; from: string }[] {
     const learnt = learntRates(this.options.reportsDir).map(({ team, limiter, rate }) => ({ team, limiter, ...rate }));
-    const teams = Object.entries(readSpend(this.options.reportsDir).teams).filter(([, spend]) => spend.limited > 0).map(([team]) => team);
+    const teams = Object.entries(readSpend(this.options.reportsDir).teams)
+      .filter(([, spend]) => spend.limited > 0)
+      .map(([team]) => team);
     const stated = this.options.rateLimit ? teams.map((team) => ({ team, limiter: 'interact' as const, ...this.options.rateLimit! })) : [];
     return [...stated, ...learnt.filter((known) => !(this.options.rateLimit && known.limiter === 'interact'))];
   }
@@ -151,13 +169,22 @@ export default class SummaryReporter implements Reporter {
       filtered: this.filtered || undefined,
       durationMs: Date.now() - this.started,
       startedAt: this.started,
-      ...(this.firstTestStarted !== undefined ? { firstTestStartedAt: this.firstTestStarted, testsMs: (this.lastTestEnded ?? this.firstTestStarted) - this.firstTestStarted } : {}),
+      ...(this.firstTestStarted !== undefined
+        ? { firstTestStartedAt: this.firstTestStarted, testsMs: (this.lastTestEnded ?? this.firstTestStarted) - this.firstTestStarted }
+        : {}),
       errors: this.errors,
       sessionCap: this.sessionCap(),
     });
     const rates = this.rates();
     if (rates.length) summary.rateLimits = rates.map(({ team, limiter, limit, windowMs, from }) => ({ team, limiter, limit, windowMs, from }));
-    summary.cost = { ...costOf(readSpend(this.options.reportsDir), summary.durationMs, rates.filter((rate) => rate.limiter === 'interact')), ...(this.options.predicted ? { predicted: this.options.predicted } : {}) };
+    summary.cost = {
+      ...costOf(
+        readSpend(this.options.reportsDir),
+        summary.durationMs,
+        rates.filter((rate) => rate.limiter === 'interact'),
+      ),
+      ...(this.options.predicted ? { predicted: this.options.predicted } : {}),
+    };
     mkdirSync(this.options.reportsDir, { recursive: true });
     writeFileSync(path.join(this.options.reportsDir, 'conformance-summary.json'), JSON.stringify(summary, null, 2));
     writeFileSync(path.join(this.options.reportsDir, 'junit.xml'), junitXml(summary, this.durations));
@@ -194,9 +221,24 @@ export function junitXml(summary: Summary, durations: Map<TestId, number>): stri
     return `  <testsuite name="${xml(id)}" tests="${rule.tests.length}" failures="${count('fail')}" errors="${count('error')}" skipped="${skipped}">\n${cases(rule.tests).join('\n')}\n  </testsuite>`;
   });
   const cost = summary.cost
-    ? Object.entries({ ...summary.cost, floor: undefined, ...(summary.cost.floor ? { floorMs: summary.cost.floor.floorMs, floorRatio: summary.cost.floor.ratio, floorTeam: summary.cost.floor.team, limitPerMinute: summary.cost.floor.perMinute } : {}) })
+    ? Object.entries({
+        ...summary.cost,
+        floor: undefined,
+        ...(summary.cost.floor
+          ? {
+              floorMs: summary.cost.floor.floorMs,
+              floorRatio: summary.cost.floor.ratio,
+              floorTeam: summary.cost.floor.team,
+              limitPerMinute: summary.cost.floor.perMinute,
+            }
+          : {}),
+      })
         // What the run predicted and the 429s not earned, per field: cost.predicted.sessions, cost.unearned.owner.
-        .flatMap(([name, value]) => (value !== null && typeof value === 'object' ? Object.entries(value).map(([key, inner]) => [`${name}.${key}`, inner] as const) : [[name, value] as const]))
+        .flatMap(([name, value]) =>
+          value !== null && typeof value === 'object'
+            ? Object.entries(value).map(([key, inner]) => [`${name}.${key}`, inner] as const)
+            : [[name, value] as const],
+        )
         .filter(([, value]) => value !== undefined)
         .map(([name, value]) => `    <property name="cost.${name}" value="${xml(String(value))}"/>`)
     : [];

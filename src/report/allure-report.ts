@@ -36,7 +36,9 @@ export function buildAllureReport(resultsDirs: string[], reportsDir: string): st
   const report = path.join(output, 'index.html');
   // npm test checks that the store and the policy are in place and that the page asks no other host
   // for anything, so a new Allure page layout or injection cannot slip by unnoticed.
-  const page = readFileSync(report, 'utf8').replace(ANALYTICS, '').replace(/<head[^>]*>/, (head) => `${head}\n    ${EARLY_DATA_STORE}\n    ${LOCAL_ONLY}`);
+  const page = readFileSync(report, 'utf8')
+    .replace(ANALYTICS, '')
+    .replace(/<head[^>]*>/, (head) => `${head}\n    ${EARLY_DATA_STORE}\n    ${LOCAL_ONLY}`);
   writeFileSync(report, page);
   return report;
 }

@@ -35,8 +35,11 @@ export function githubSummary(summary: Summary | undefined, runExitCode?: number
     lines.push('The run ended before it wrote a summary: see the log of this step.');
   } else {
     const tests = Object.values(summary.rules).flatMap((rule) => rule.tests);
-    lines.push(`Target: ${summary.embedded ? 'the embedded reference (a check of the kit, not of an implementation)' : `\`${summary.target}\``}` +
-      ` · ${tests.length} tests in ${Object.keys(summary.rules).length} rules · strict: ${summary.strict ? 'yes' : 'no'}`, '');
+    lines.push(
+      `Target: ${summary.embedded ? 'the embedded reference (a check of the kit, not of an implementation)' : `\`${summary.target}\``}` +
+        ` · ${tests.length} tests in ${Object.keys(summary.rules).length} rules · strict: ${summary.strict ? 'yes' : 'no'}`,
+      '',
+    );
     if (verdict !== summary.verdict) lines.push(`The run exited with code ${exitCode} although its summary says ${summary.verdict}: see the log.`, '');
     lines.push('| Rule | Status | Level | Tests run |', '| --- | --- | --- | --- |');
     for (const [id, rule] of Object.entries(summary.rules)) {
@@ -46,14 +49,24 @@ export function githubSummary(summary: Summary | undefined, runExitCode?: number
     }
     const section = (title: string, items: string[]) => items.length && lines.push('', `### ${title}`, '', ...items);
     const reproduced = (test: TestRecord) => (test.reproduction ? `reproduction: \`${test.reproduction}\`${test.curl ? `; \`${test.curl}\`` : ''}` : '');
-    const listed = (outcome: Outcome) => tests.filter((test) => test.outcome === outcome).map((test: TestRecord) => item(`\`${test.id}\` [@${test.level}]${test.note ? `: ${test.note}` : ''}`, reproduced(test)));
+    const listed = (outcome: Outcome) =>
+      tests
+        .filter((test) => test.outcome === outcome)
+        .map((test: TestRecord) => item(`\`${test.id}\` [@${test.level}]${test.note ? `: ${test.note}` : ''}`, reproduced(test)));
     section('Failures', listed('fail'));
     section('Known deviations', listed('known deviation'));
     section('Not verifiable', listed('not verifiable'));
     section('Errors of the run', [...summary.errors.map((error) => item(error)), ...listed('error')]);
-    section('Not run', summary.notRun.length ? [item(`${summary.notRun.length} of ${tests.length} tests: ${summary.notRun.map((id) => `\`${id}\``).join(', ')}`)] : []);
+    section(
+      'Not run',
+      summary.notRun.length ? [item(`${summary.notRun.length} of ${tests.length} tests: ${summary.notRun.map((id) => `\`${id}\``).join(', ')}`)] : [],
+    );
     if (summary.sessionCap) section('Session cap', [item(`${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how})`)]);
-    if (summary.cost) section('What the run spent on the target', describeCost(summary.cost).map((line) => item(line.trim().replace(/^COST: /, ''))));
+    if (summary.cost)
+      section(
+        'What the run spent on the target',
+        describeCost(summary.cost).map((line) => item(line.trim().replace(/^COST: /, ''))),
+      );
   }
   if (reportUrl) lines.push('', `Reports (Allure report, JUnit, summary): [${reportUrl}](${reportUrl})`);
   return { verdict, exitCode, markdown: `${lines.join('\n')}\n` };

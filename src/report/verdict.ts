@@ -11,8 +11,8 @@
  * Summaries of shards merge into one verdict (`mergeSummaries`, `npm run verdict`).
  */
 import { isKnownDeviation, isRunError, plain } from '../config/errors';
-import { describeCost, mergeCosts, type Cost } from '../coordination/cost';
-import { RULE_IDS, RULES, TEST_IDS, entryOf, ruleOf, type Level, type RuleId, type TestId } from '../config/rules';
+import { entryOf, type Level, RULE_IDS, RULES, type RuleId, ruleOf, TEST_IDS, type TestId } from '../config/rules';
+import { type Cost, describeCost, mergeCosts } from '../coordination/cost';
 
 export type Outcome = 'pass' | 'fail' | 'error' | 'known deviation' | 'not verifiable' | 'not run';
 export type Verdict = 'pass' | 'fail' | 'error' | 'incomplete';
@@ -77,18 +77,29 @@ export interface ResultFacts {
 
 /** A failure's message as every report shows it: all its lines, without terminal colours or blank lines. */
 export function wholeMessage(message: string | undefined): string | undefined {
-  const lines = message === undefined ? [] : plain(message).split('\n').map((line) => line.trimEnd()).filter((line) => line.trim());
+  const lines =
+    message === undefined
+      ? []
+      : plain(message)
+          .split('\n')
+          .map((line) => line.trimEnd())
+          .filter((line) => line.trim());
   return lines.length ? lines.join('\n') : undefined;
 }
 
 /** A message's lines, each after `prefix`: a failure shown under the line it belongs to. */
-export const indented = (message: string, prefix: string) => message.split('\n').map((line) => `${prefix}${line}`).join('\n');
+export const indented = (message: string, prefix: string) =>
+  message
+    .split('\n')
+    .map((line) => `${prefix}${line}`)
+    .join('\n');
 
 /** The outcome of one test result, and the message that explains it. */
 export function outcomeOf({ status, errors, annotations }: ResultFacts): { outcome: Outcome; note?: string; notes?: string } {
   const note = (type: string) => annotations.find((annotation) => annotation.type === type)?.description;
   // A note added while the test ran is both the test's and its result's annotation: once each.
-  const notes = [...new Set(annotations.filter((annotation) => annotation.type === 'note').map((annotation) => annotation.description))].join('; ') || undefined;
+  const notes =
+    [...new Set(annotations.filter((annotation) => annotation.type === 'note').map((annotation) => annotation.description))].join('; ') || undefined;
   const kept = notes ? { notes } : {};
   if (status === 'skipped') {
     const reason = note('not-verifiable');
@@ -144,7 +155,8 @@ export function mergeSummaries(summaries: Summary[]): Summary {
       for (const test of rule.tests) {
         const known = records.get(test.id);
         if (!known) continue;
-        if (known.outcome === 'not run' || SEVERITY.indexOf(test.outcome) < SEVERITY.indexOf(known.outcome)) records.set(test.id, { ...test, level: known.level });
+        if (known.outcome === 'not run' || SEVERITY.indexOf(test.outcome) < SEVERITY.indexOf(known.outcome))
+          records.set(test.id, { ...test, level: known.level });
       }
     }
   }
@@ -155,7 +167,10 @@ export function mergeSummaries(summaries: Summary[]): Summary {
     durationMs: Math.max(...summaries.map((summary) => summary.durationMs)),
     ...testsSpan(summaries),
     errors,
-    sessionCap: summaries.map((summary) => summary.sessionCap).filter((cap) => cap !== undefined).sort((a, b) => a!.cap - b!.cap)[0],
+    sessionCap: summaries
+      .map((summary) => summary.sessionCap)
+      .filter((cap) => cap !== undefined)
+      .sort((a, b) => a!.cap - b!.cap)[0],
     cost: mergeCosts(summaries.map((summary) => summary.cost).filter((cost) => cost !== undefined)),
   });
 }
@@ -179,15 +194,23 @@ export function renderSummary(summary: Summary): string {
       if (test.reproduction) lines.push(`          reproduction: ${test.reproduction}${test.curl ? `; one request shows it: ${test.curl}` : ''}`);
     }
   }
-  const count = (outcome: Outcome) => Object.values(summary.rules).flatMap((rule) => rule.tests).filter((test) => test.outcome === outcome).length;
+  const count = (outcome: Outcome) =>
+    Object.values(summary.rules)
+      .flatMap((rule) => rule.tests)
+      .filter((test) => test.outcome === outcome).length;
   if (count('not verifiable')) {
-    lines.push(`  NOT VERIFIABLE: ${count('not verifiable')} test(s) could not establish their fact${summary.strict ? ' (STRICT: they fail the gate)' : '; STRICT=1 makes them fail the gate'}`);
+    lines.push(
+      `  NOT VERIFIABLE: ${count('not verifiable')} test(s) could not establish their fact${summary.strict ? ' (STRICT: they fail the gate)' : '; STRICT=1 makes them fail the gate'}`,
+    );
   }
-  if (count('error') || summary.errors.length) lines.push(`  ERRORS OF THE RUN: ${count('error')} test(s)${summary.errors.length ? `, and outside tests:` : ''}`);
+  if (count('error') || summary.errors.length)
+    lines.push(`  ERRORS OF THE RUN: ${count('error')} test(s)${summary.errors.length ? `, and outside tests:` : ''}`);
   for (const error of summary.errors) lines.push(indented(error, '      '));
   if (summary.notRun.length && summary.notRun.length < TEST_IDS.length) {
     const rules = [...new Set(summary.notRun.map(ruleOf))];
-    lines.push(`  NOT RUN: ${summary.notRun.length} of ${TEST_IDS.length} tests, in rules ${rules.join(', ')}${summary.shard ? ` (merge the shards: npm run verdict -- <summaries>)` : ''}`);
+    lines.push(
+      `  NOT RUN: ${summary.notRun.length} of ${TEST_IDS.length} tests, in rules ${rules.join(', ')}${summary.shard ? ` (merge the shards: npm run verdict -- <summaries>)` : ''}`,
+    );
   }
   // What the search did, whatever its outcome: a failed search's note is its failure, and what it searched is among its notes.
   const searched = summary.rules.sequences?.tests.flatMap((test) => [test.note, test.notes]).find((text) => text?.startsWith('searched '));
@@ -198,10 +221,19 @@ export function renderSummary(summary: Summary): string {
   // Whether the account was used, and what it said (or why not).
   const account = summary.rules['stop-is-final']?.tests.find((test) => test.id === 'stop-is-final/account');
   if (account && account.outcome !== 'not run') lines.push(`  ACCOUNT (${account.outcome}): ${account.note ?? ''}`);
-  for (const rate of summary.rateLimits ?? []) lines.push(`  RATE LIMIT: the ${rate.team} team's ${rate.limiter === 'interact' ? 'stops and interacts' : rate.limiter === 'scrape' ? 'scrapes' : 'account reads'}, ${rate.limit} per ${rate.windowMs / 1000} s (${rate.from})`);
-  if (summary.sessionCap) lines.push(`  SESSION CAP: ${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how}); tests took turns under it`);
+  for (const rate of summary.rateLimits ?? [])
+    lines.push(
+      `  RATE LIMIT: the ${rate.team} team's ${rate.limiter === 'interact' ? 'stops and interacts' : rate.limiter === 'scrape' ? 'scrapes' : 'account reads'}, ${rate.limit} per ${rate.windowMs / 1000} s (${rate.from})`,
+    );
+  if (summary.sessionCap)
+    lines.push(`  SESSION CAP: ${summary.sessionCap.cap} live session(s) per team (${summary.sessionCap.how}); tests took turns under it`);
   if (summary.cost) lines.push(...describeCost(summary.cost).map((line) => `  ${line}`));
-  const tally = SEVERITY.map((outcome) => [outcome, count(outcome)] as const).filter(([, n]) => n).map(([outcome, n]) => `${n} ${outcome}`);
-  lines.push(`Verdict: ${summary.verdict.toUpperCase()} (exit ${summary.exitCode}; ${TEST_IDS.length} tests in ${RULE_IDS.length} rules: ${tally.join(', ')})`, '');
+  const tally = SEVERITY.map((outcome) => [outcome, count(outcome)] as const)
+    .filter(([, n]) => n)
+    .map(([outcome, n]) => `${n} ${outcome}`);
+  lines.push(
+    `Verdict: ${summary.verdict.toUpperCase()} (exit ${summary.exitCode}; ${TEST_IDS.length} tests in ${RULE_IDS.length} rules: ${tally.join(', ')})`,
+    '',
+  );
   return lines.join('\n');
 }

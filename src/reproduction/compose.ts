@@ -6,7 +6,7 @@
  */
 import type { ComposedReproduction, NamedCall } from '../checks/checks';
 import { CREDIT_USAGE_PATH } from '../domain/account';
-import { JOB_OF_PATH, type Answer } from '../domain/answer';
+import { type Answer, JOB_OF_PATH } from '../domain/answer';
 import type { Serialized, Trace, TraceStep } from './trace';
 
 /** A job's part of a trace: the scrape that created it and every request that names it. */
@@ -23,7 +23,10 @@ const BETWEEN_PARTS_MS = 100;
  * each part's clock moved to begin after the last, connections kept apart. `seqOf(part, seq)` is
  * where a step of a part went.
  */
-export function composeSteps(parts: TraceStep[][], pauseBefore: (part: number) => number = () => BETWEEN_PARTS_MS): { steps: TraceStep[]; seqOf: (part: number, seq: number) => number | undefined } {
+export function composeSteps(
+  parts: TraceStep[][],
+  pauseBefore: (part: number) => number = () => BETWEEN_PARTS_MS,
+): { steps: TraceStep[]; seqOf: (part: number, seq: number) => number | undefined } {
   const steps: TraceStep[] = [];
   const moved = parts.map(() => new Map<number, number>());
   let clock = 0;
@@ -36,7 +39,13 @@ export function composeSteps(parts: TraceStep[][], pauseBefore: (part: number) =
     for (const step of part) {
       moved[index].set(step.seq, steps.length);
       connections = Math.max(connections, base + (step.connection ?? 0));
-      steps.push({ ...step, seq: steps.length, sentAt: +(step.sentAt + shift).toFixed(1), receivedAt: +(step.receivedAt + shift).toFixed(1), ...(step.connection ? { connection: base + step.connection } : {}) });
+      steps.push({
+        ...step,
+        seq: steps.length,
+        sentAt: +(step.sentAt + shift).toFixed(1),
+        receivedAt: +(step.receivedAt + shift).toFixed(1),
+        ...(step.connection ? { connection: base + step.connection } : {}),
+      });
     }
     clock = Math.max(...steps.map((step) => step.receivedAt)) + BETWEEN_PARTS_MS;
   });
@@ -118,7 +127,16 @@ function lastInteract(part: TraceStep[], seqOf: (seq: number) => number): { inte
 const ACCOUNT_LANDING_MS = 2_500;
 
 /** A reading of the owner's account, where a part begins without one. */
-export const ACCOUNT_READING: TraceStep = { seq: 0, method: 'GET', path: CREDIT_USAGE_PATH, as: 'owner', on429: 'return-last', sentAt: 0, receivedAt: 1, status: 200 };
+export const ACCOUNT_READING: TraceStep = {
+  seq: 0,
+  method: 'GET',
+  path: CREDIT_USAGE_PATH,
+  as: 'owner',
+  on429: 'return-last',
+  sentAt: 0,
+  receivedAt: 1,
+  status: 200,
+};
 
 /**
  * The reproduction of `stop-is-final/account`: the account read, the requests that concern what it
@@ -164,7 +182,13 @@ export const accountAlone = (composed: ComposedReproduction): ComposedReproducti
 function withConnectionsPrimed(all: TraceStep[], kept: TraceStep[]): TraceStep[] {
   const seqs = new Set(kept.map((step) => step.seq));
   const primers = kept.flatMap((step) => {
-    const before = step.connection === undefined ? undefined : all.slice(0, step.seq).reverse().find((earlier) => earlier.connection === step.connection);
+    const before =
+      step.connection === undefined
+        ? undefined
+        : all
+            .slice(0, step.seq)
+            .reverse()
+            .find((earlier) => earlier.connection === step.connection);
     return before && !seqs.has(before.seq) ? [before] : [];
   });
   const primed = new Set(primers.map((step) => step.seq));
@@ -175,7 +199,11 @@ function withConnectionsPrimed(all: TraceStep[], kept: TraceStep[]): TraceStep[]
     .map((step): TraceStep => {
       if (!primed.has(step.seq)) return step;
       const { provisions, superseded, createdJob, limited, capped, ...primer } = step;
-      return { ...primer, primes: true, ...(step.receivedAt < begins - 1 ? { sentAt: +(begins - 1 - (step.receivedAt - step.sentAt)).toFixed(1), receivedAt: begins - 1 } : {}) };
+      return {
+        ...primer,
+        primes: true,
+        ...(step.receivedAt < begins - 1 ? { sentAt: +(begins - 1 - (step.receivedAt - step.sentAt)).toFixed(1), receivedAt: begins - 1 } : {}),
+      };
     });
 }
 

@@ -10,7 +10,7 @@ import { failureOf } from '../checks/failure';
 import type { Settings } from '../config/settings';
 import type { AccountVerdict } from '../domain/account';
 import type { Ledger } from '../domain/ledger';
-import { keysOf, type Identities, type Target } from '../domain/target';
+import { type Identities, keysOf, type Target } from '../domain/target';
 import { redact } from '../http/redact';
 import { accountAlone } from './compose';
 import { DRAIN, reproduce } from './runner';
@@ -22,15 +22,32 @@ export interface Replayed {
   output: string;
 }
 
-async function replayComposed(settings: Settings, target: Target, test: { id: string; title: string; check: string; message: string }, composed: ComposedReproduction, ledger: Ledger, nameOf: (role: string) => string): Promise<Replayed> {
-  const plan = planFor(settings, { testId: test.id, title: test.title, trace: new Trace(), failures: [failureOf(test.check, undefined, new Error(test.message), composed)] });
+async function replayComposed(
+  settings: Settings,
+  target: Target,
+  test: { id: string; title: string; check: string; message: string },
+  composed: ComposedReproduction,
+  ledger: Ledger,
+  nameOf: (role: string) => string,
+): Promise<Replayed> {
+  const plan = planFor(settings, {
+    testId: test.id,
+    title: test.title,
+    trace: new Trace(),
+    failures: [failureOf(test.check, undefined, new Error(test.message), composed)],
+  });
   if (!plan) return { verdict: 2, output: 'nothing to replay' };
   const { apiKey, foreignApiKey, burstApiKey } = keysOf(target, settings);
   const lines: string[] = [];
-  const verdict = await reproduce(plan, { BASE_URL: target.baseURL, API_KEY: apiKey, FOREIGN_API_KEY: foreignApiKey, BURST_API_KEY: burstApiKey }, (line) => lines.push(line), {
-    created: (jobId, as) => ledger.created({ target: target.baseURL, embedded: target.embedded, jobId, identity: nameOf(as), test: test.id }),
-    ended: (jobId, as, status) => ledger.ended({ target: target.baseURL, jobId, identity: nameOf(as), status }),
-  });
+  const verdict = await reproduce(
+    plan,
+    { BASE_URL: target.baseURL, API_KEY: apiKey, FOREIGN_API_KEY: foreignApiKey, BURST_API_KEY: burstApiKey },
+    (line) => lines.push(line),
+    {
+      created: (jobId, as) => ledger.created({ target: target.baseURL, embedded: target.embedded, jobId, identity: nameOf(as), test: test.id }),
+      ended: (jobId, as, status) => ledger.ended({ target: target.baseURL, jobId, identity: nameOf(as), status }),
+    },
+  );
   return { verdict, output: redact(lines.join('\n')) };
 }
 
@@ -40,11 +57,42 @@ async function replayComposed(settings: Settings, target: Target, test: { id: st
  * the replay cannot tell (on the sum alone, as the note says); charged once each, the excess is not
  * theirs and the check is not verifiable. With the replay's output, for the report.
  */
-export async function confirmBlame(settings: Settings, target: Target, identities: Identities, ledger: Ledger, blamed: AccountVerdict, composed: ComposedReproduction, title: string): Promise<{ verdict: AccountVerdict; note: string; output: string }> {
-  const nameOf = (role: string) => Object.values(identities).flatMap((identity) => (identity && !Array.isArray(identity) && identity.role === role ? [identity.name] : []))[0] ?? role;
-  const { verdict, output } = await replayComposed(settings, target, { id: 'stop-is-final/account', title, check: 'charged-as-settled', message: blamed.message }, accountAlone(composed), ledger, nameOf);
-  if (verdict === 0) return { verdict: { outcome: 'not verifiable', message: `${blamed.message}; but replayed alone, those sessions were charged once each (attached): the excess is not theirs` }, note: 'the sessions blamed, replayed alone, were charged once each (attached)', output };
-  return { verdict: blamed, note: verdict === 1 ? 'the sessions blamed, replayed alone, were charged again (attached)' : 'the sessions blamed, replayed alone, could not tell (attached): the blame rests on the sum alone', output };
+export async function confirmBlame(
+  settings: Settings,
+  target: Target,
+  identities: Identities,
+  ledger: Ledger,
+  blamed: AccountVerdict,
+  composed: ComposedReproduction,
+  title: string,
+): Promise<{ verdict: AccountVerdict; note: string; output: string }> {
+  const nameOf = (role: string) =>
+    Object.values(identities).flatMap((identity) => (identity && !Array.isArray(identity) && identity.role === role ? [identity.name] : []))[0] ?? role;
+  const { verdict, output } = await replayComposed(
+    settings,
+    target,
+    { id: 'stop-is-final/account', title, check: 'charged-as-settled', message: blamed.message },
+    accountAlone(composed),
+    ledger,
+    nameOf,
+  );
+  if (verdict === 0)
+    return {
+      verdict: {
+        outcome: 'not verifiable',
+        message: `${blamed.message}; but replayed alone, those sessions were charged once each (attached): the excess is not theirs`,
+      },
+      note: 'the sessions blamed, replayed alone, were charged once each (attached)',
+      output,
+    };
+  return {
+    verdict: blamed,
+    note:
+      verdict === 1
+        ? 'the sessions blamed, replayed alone, were charged again (attached)'
+        : 'the sessions blamed, replayed alone, could not tell (attached): the blame rests on the sum alone',
+    output,
+  };
 }
 
 /** The longest a composed reproduction's replay may take: three tries of its requests and pauses, each limited request's drain and wait, and the account's settling. */

@@ -3,11 +3,13 @@
  * this `expect` in place of src/checks/expect.ts (selftest/reproduction.test.ts holds the two to
  * the same verdicts). A failed matcher throws with the check's message, what it expected and what it got.
  */
-import { redact } from '../http/redact';
-import { schemaErrors, type SchemaName } from '../checks/schemas';
-import { oneOf } from '../checks/words';
 
-const shown = (value: unknown) => (typeof value === 'string' ? JSON.stringify(value) : value instanceof RegExp ? String(value) : JSON.stringify(value) ?? String(value));
+import { type SchemaName, schemaErrors } from '../checks/schemas';
+import { oneOf } from '../checks/words';
+import { redact } from '../http/redact';
+
+const shown = (value: unknown) =>
+  typeof value === 'string' ? JSON.stringify(value) : value instanceof RegExp ? String(value) : (JSON.stringify(value) ?? String(value));
 const isNumber = (value: unknown): value is number => typeof value === 'number';
 
 function equal(a: unknown, b: unknown): boolean {
@@ -31,9 +33,22 @@ function matchers(actual: any, message: string | undefined, negated: boolean) {
     toBeLessThanOrEqual: (expected: number) => judge(isNumber(actual) && actual <= expected, 'toBeLessThanOrEqual', expected),
     toBeLessThan: (expected: number) => judge(isNumber(actual) && actual < expected, 'toBeLessThan', expected),
     toBeGreaterThan: (expected: number) => judge(isNumber(actual) && actual > expected, 'toBeGreaterThan', expected),
-    toBeOneOf: (expected: readonly unknown[]) => judge(expected.some((item) => Object.is(item, actual)), 'toBeOneOf', expected),
-    toContain: (expected: unknown) => judge(Array.isArray(actual) ? actual.some((item) => Object.is(item, expected)) : typeof actual === 'string' && typeof expected === 'string' && actual.includes(expected), 'toContain', expected),
-    toMatch: (expected: RegExp | string) => judge(typeof actual === 'string' && (typeof expected === 'string' ? actual.includes(expected) : expected.test(actual)), 'toMatch', expected),
+    toBeOneOf: (expected: readonly unknown[]) =>
+      judge(
+        expected.some((item) => Object.is(item, actual)),
+        'toBeOneOf',
+        expected,
+      ),
+    toContain: (expected: unknown) =>
+      judge(
+        Array.isArray(actual)
+          ? actual.some((item) => Object.is(item, expected))
+          : typeof actual === 'string' && typeof expected === 'string' && actual.includes(expected),
+        'toContain',
+        expected,
+      ),
+    toMatch: (expected: RegExp | string) =>
+      judge(typeof actual === 'string' && (typeof expected === 'string' ? actual.includes(expected) : expected.test(actual)), 'toMatch', expected),
     toMatchSchema: (name: SchemaName) => {
       const errors = schemaErrors(actual, name);
       judge(errors.length === 0, 'toMatchSchema', `schemas/${name}.json`, errors.map((error) => `  ${error}`).join('\n'));

@@ -8,7 +8,7 @@ export const REPRODUCTIONS = 'reproductions';
 /** The annotation that names a test's reproduction, relative to the reports folder. */
 export const REPRODUCTION = 'reproduction';
 
-export const reproductionFile = (reportsDir: string, testId: string) => path.join(reportsDir, REPRODUCTIONS, ...testId.split('/')) + '.mjs';
+export const reproductionFile = (reportsDir: string, testId: string) => `${path.join(reportsDir, REPRODUCTIONS, ...testId.split('/'))}.mjs`;
 
 export interface ReproducedCheck {
   /** The check's name in the test's catalogue entry. */

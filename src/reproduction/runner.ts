@@ -10,12 +10,13 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { plain } from '../config/errors';
+import { type Answer, answerOf, interactPath, JOB_OF_PATH, PROVISIONING_RACE_MS } from '../domain/answer';
+import { callersFor, type Identity, nearMissesOf } from '../domain/callers';
+import { type CheckCall, runCheck } from '../domain/named-checks';
 import { exchange } from '../http/exchange';
 import { retryDelayMs } from '../http/limits';
 import { redact, registerSecret } from '../http/redact';
-import { answerOf, interactPath, JOB_OF_PATH, PROVISIONING_RACE_MS, type Answer } from '../domain/answer';
-import { callersFor, nearMissesOf, type Identity } from '../domain/callers';
-import { runCheck, type CheckCall } from '../domain/named-checks';
 import type { Plan } from './plan';
 import { answerRefs, type Serialized, type TraceStep } from './trace';
 
@@ -47,20 +48,33 @@ export interface SessionTracking {
 export async function reproduce(plan: Plan, env = process.env, print: (line: string) => void = console.log, tracking?: SessionTracking): Promise<0 | 1 | 2> {
   const baseURL = env.BASE_URL?.replace(/\/+$/, '');
   const keys = { apiKey: env.API_KEY ?? '', foreignApiKey: env.FOREIGN_API_KEY ?? '', burstApiKey: env.BURST_API_KEY };
-  const needed = [['BASE_URL', baseURL], ['API_KEY', keys.apiKey], ...(plan.steps.some((step) => step.as === 'foreign') ? [['FOREIGN_API_KEY', keys.foreignApiKey]] : []), ...(plan.steps.some((step) => step.as === 'burst') ? [['BURST_API_KEY', keys.burstApiKey]] : [])];
+  const needed = [
+    ['BASE_URL', baseURL],
+    ['API_KEY', keys.apiKey],
+    ...(plan.steps.some((step) => step.as === 'foreign') ? [['FOREIGN_API_KEY', keys.foreignApiKey]] : []),
+    ...(plan.steps.some((step) => step.as === 'burst') ? [['BURST_API_KEY', keys.burstApiKey]] : []),
+  ];
   const missing = needed.filter(([, value]) => !value).map(([name]) => name);
   if (missing.length) {
     print(`COULD NOT TELL: set ${missing.join(', ')} (the target and its keys are read from the environment, never written here)`);
     return 2;
   }
   const nearMisses = nearMissesOf(keys.apiKey);
-  for (const [name, key] of [['API_KEY', keys.apiKey], ['FOREIGN_API_KEY', keys.foreignApiKey], ['BURST_API_KEY', keys.burstApiKey]]) if (key) registerSecret(key, name!);
+  for (const [name, key] of [
+    ['API_KEY', keys.apiKey],
+    ['FOREIGN_API_KEY', keys.foreignApiKey],
+    ['BURST_API_KEY', keys.burstApiKey],
+  ])
+    if (key) registerSecret(key, name!);
   for (const form of Object.values(nearMisses)) if (form) registerSecret(form, 'NEAR_API_KEY');
   const callers: Record<string, Identity | undefined> = callersFor(keys as typeof keys & { foreignApiKey: string }, nearMisses, plan.schemeWordIgnored);
   const jobs = new Map<string, string>();
   // The run's job ids, wherever they appear (whatever their form, in any case), become this replay's.
   const replace = (text: string) => {
-    for (const [old, now] of jobs) text = text.replace(new RegExp(old.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'), (id) => (id !== id.toLowerCase() && id === id.toUpperCase() ? now.toUpperCase() : now));
+    for (const [old, now] of jobs)
+      text = text.replace(new RegExp(old.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'), (id) =>
+        id !== id.toLowerCase() && id === id.toUpperCase() ? now.toUpperCase() : now,
+      );
     return text;
   };
   const newAgent = (maxSockets: number) => new (baseURL!.startsWith('https:') ? https : http).Agent({ keepAlive: true, maxSockets });
@@ -77,7 +91,14 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     const path = replace(step.path);
     const started = performance.now();
     for (let attempt = 1; ; attempt++) {
-      const raw = await exchange(baseURL + path, { method: step.method, headers: as.authorization === undefined ? {} : { authorization: as.authorization }, data: step.data, timeoutMs: plan.limits.requestTimeoutMs, maxBodyBytes: plan.limits.maxBodyBytes, agent }).catch((error) => {
+      const raw = await exchange(baseURL + path, {
+        method: step.method,
+        headers: as.authorization === undefined ? {} : { authorization: as.authorization },
+        data: step.data,
+        timeoutMs: plan.limits.requestTimeoutMs,
+        maxBodyBytes: plan.limits.maxBodyBytes,
+        agent,
+      }).catch((error) => {
         throw new CouldNotTell(`${step.method} ${path} failed: ${redact(String((error as Error).message))}`);
       });
       const answer = answerOf(raw, step.method, path, attempt, agent !== undefined);
@@ -107,7 +128,11 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     };
     await Promise.all(Array.from({ length: DRAIN.atOnce }, sender));
     agent.destroy();
-    print(refused ? `(the ${step.as}'s stops of jobs nobody has met the team's rate limit after ${sent}: #${step.seq} is sent into it, as in the run)` : `(the ${step.as}'s ${sent} stops of jobs nobody has met no rate limit: #${step.seq} is sent without one)`);
+    print(
+      refused
+        ? `(the ${step.as}'s stops of jobs nobody has met the team's rate limit after ${sent}: #${step.seq} is sent into it, as in the run)`
+        : `(the ${step.as}'s ${sent} stops of jobs nobody has met no rate limit: #${step.seq} is sent without one)`,
+    );
     return refused;
   };
 
@@ -118,14 +143,21 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     firstSent[step.seq] = performance.now();
     let answer = await send(step, agentOf(step));
     // A session opened just after its scrape may not be found yet: tried again, as the run does.
-    for (let waitMs = 100, since = performance.now(); step.provisions && step.status === 200 && answer.status === 404 && performance.now() - since < PROVISIONING_RACE_MS; waitMs *= 2) {
+    for (
+      let waitMs = 100, since = performance.now();
+      step.provisions && step.status === 200 && answer.status === 404 && performance.now() - since < PROVISIONING_RACE_MS;
+      waitMs *= 2
+    ) {
       await sleep(waitMs);
       answer = await send(step, agentOf(step));
     }
-    print(`#${step.seq} ${answer.method} ${answer.path} as ${step.as}${step.connection ? ` (connection ${step.connection})` : ''} → ${answer.status} ${answer.text.replace(/\s+/g, ' ').slice(0, 200)}`);
+    print(
+      `#${step.seq} ${answer.method} ${answer.path} as ${step.as}${step.connection ? ` (connection ${step.connection})` : ''} → ${answer.status} ${answer.text.replace(/\s+/g, ' ').slice(0, 200)}`,
+    );
     if (step.createdJob) {
       const created = answer.body?.data?.metadata?.scrapeId;
-      if (answer.status !== 200 || typeof created !== 'string') throw new CouldNotTell(`the scrape that creates the job answered ${answer.status}, not 200 with a job id`);
+      if (answer.status !== 200 || typeof created !== 'string')
+        throw new CouldNotTell(`the scrape that creates the job answered ${answer.status}, not 200 with a job id`);
       jobs.set(step.createdJob.toLowerCase(), created);
       tracking?.created(created, step.as);
     }
@@ -136,7 +168,8 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
       opened.delete(job.toLowerCase());
       tracking?.ended(job, step.as, answer.status);
     }
-    if (step.provisions && step.status === 200 && answer.status !== 200) throw new CouldNotTell(`the session could not be opened: ${answer.method} ${answer.path} answered ${answer.status}`);
+    if (step.provisions && step.status === 200 && answer.status !== 200)
+      throw new CouldNotTell(`the session could not be opened: ${answer.method} ${answer.path} answered ${answer.status}`);
     return answer;
   };
 
@@ -159,8 +192,9 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
             if (verdict === 0) verdict = 2;
           } else print(`HOLDS ${check.check} (it failed in the run: ${check.message.split('\n')[0]})`);
         } catch (error) {
-          const message = redact(String((error as Error).message)).replace(/\u001b\[[0-9;]*m/g, '');
-          if ((error as Error).name === 'DeclaredBehaviour' && !check.deviation) print(`HOLDS ${check.check}, as the target's known-deviations file declares: ${message.split('\n')[0]}`);
+          const message = plain(redact(String((error as Error).message)));
+          if ((error as Error).name === 'DeclaredBehaviour' && !check.deviation)
+            print(`HOLDS ${check.check}, as the target's known-deviations file declares: ${message.split('\n')[0]}`);
           else if ((error as Error).name === 'RunError' || error instanceof TypeError || error instanceof RangeError) {
             // What the run would call an error of the run (a burst too slow to tell a limit from none), or a check that could not judge what came back: no verdict on the target.
             print(`COULD NOT TELL ${check.check}: ${message.split('\n')[0]}`);
@@ -178,7 +212,7 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     } finally {
       await stopOpened(opened, (jobId, as) => send({ method: 'DELETE', path: interactPath(jobId), as, on429: 'retry' }), print, tracking);
       opened.clear();
-      connections.forEach((agent) => agent.destroy());
+      for (const agent of connections.values()) agent.destroy();
       connections.clear();
     }
     return verdict;
@@ -186,7 +220,9 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
 
   print(`Reproduction of ${plan.test}: ${plan.title}`);
   const times = plan.steps.flatMap((step) => [step.sentAt, step.receivedAt]);
-  const racing = plan.steps.some((one, index) => plan.steps.some((other, later) => later > index && other.sentAt < one.receivedAt && one.sentAt < other.receivedAt));
+  const racing = plan.steps.some((one, index) =>
+    plan.steps.some((other, later) => later > index && other.sentAt < one.receivedAt && one.sentAt < other.receivedAt),
+  );
   const again = !plan.steps.some((step) => step.pooled) && (racing || Math.max(...times) - Math.min(...times) <= SHORT_PLAN_MS);
   let verdict = await attempt();
   let alwaysLate = late;
@@ -197,14 +233,20 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
   }
   // A race the replay never ran as close as the run did is not a race it lost: a busy machine's timing, no verdict.
   if (verdict === 0 && alwaysLate) {
-    print(`COULD NOT TELL: the requests did not come as close together as in the run (${alwaysLate}); a fault of timing may need that (a busy machine, or a slow target).`);
+    print(
+      `COULD NOT TELL: the requests did not come as close together as in the run (${alwaysLate}); a fault of timing may need that (a busy machine, or a slow target).`,
+    );
     verdict = 2;
   }
   // In the run, the team's rate limit refused a stop, or an interact the checks judge, before its answer came; where the replay could not send it into the limit again, a fault that needs the limit cannot show (a scrape or an account reading that met it is not this operation's).
   const judged = new Set(answerRefs(plan.checks.map((check) => check.args)));
-  const unmet = plan.steps.filter((step) => step.limited && intoTheLimit(step) && (judged.has(step.seq) || step.method === 'DELETE') && (answers[step.seq]?.attempts ?? 0) <= 1);
+  const unmet = plan.steps.filter(
+    (step) => step.limited && intoTheLimit(step) && (judged.has(step.seq) || step.method === 'DELETE') && (answers[step.seq]?.attempts ?? 0) <= 1,
+  );
   if (verdict === 0 && unmet.length) {
-    print(`COULD NOT TELL: in the run, ${unmet.length} of these requests met the team's rate limit (429) before their answer (#${unmet.map((step) => step.seq).join(', #')}), and here they did not; the fault may need it.`);
+    print(
+      `COULD NOT TELL: in the run, ${unmet.length} of these requests met the team's rate limit (429) before their answer (#${unmet.map((step) => step.seq).join(', #')}), and here they did not; the fault may need it.`,
+    );
     verdict = 2;
   }
   print(verdict === 1 ? 'The fault shows (exit 1).' : verdict === 0 ? 'The fault does not show (exit 0).' : 'Could not tell (exit 2).');
@@ -214,7 +256,10 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
 /** The steps the run had answered before it sent `step`, and of them the one it waited for: the last answered. */
 function waitedFor(steps: TraceStep[], step: TraceStep): { before: TraceStep[]; last?: TraceStep } {
   const before = steps.filter((earlier) => earlier.seq < step.seq && earlier.receivedAt <= step.sentAt);
-  return { before, last: before.reduce<TraceStep | undefined>((latest, earlier) => (!latest || earlier.receivedAt > latest.receivedAt ? earlier : latest), undefined) };
+  return {
+    before,
+    last: before.reduce<TraceStep | undefined>((latest, earlier) => (!latest || earlier.receivedAt > latest.receivedAt ? earlier : latest), undefined),
+  };
 }
 
 /**
@@ -232,14 +277,18 @@ function lateStep(steps: TraceStep[], answers: Answer[], firstSent: number[]): s
     const inRun = step.receivedAt - last.sentAt;
     const here = firstSent[step.seq] - Math.max(...before.map((earlier) => answers[earlier.seq]?.receivedAt ?? 0));
     if (inRun < RACE_MS && here - inRun > RACE_SLACK_MS && here - inRun > (latest?.by ?? 0)) {
-      latest = { by: here - inRun, text: `#${step.seq} went ${here.toFixed(0)} ms after the answer it waited for, where in the run at most ${inRun.toFixed(0)} ms passed from #${last.seq}'s request to #${step.seq}'s answer` };
+      latest = {
+        by: here - inRun,
+        text: `#${step.seq} went ${here.toFixed(0)} ms after the answer it waited for, where in the run at most ${inRun.toFixed(0)} ms passed from #${last.seq}'s request to #${step.seq}'s answer`,
+      };
     }
   }
   return latest?.text;
 }
 
 /** A request the run sent into the team's limit (answered 429, or retried after a limit's 429): the replay sends it into the limit again. */
-const intoTheLimit = (step: TraceStep) => (step.limited === true || (step.status === 429 && !step.capped)) && !step.pooled && !step.primes && JOB_OF_PATH.test(step.path);
+const intoTheLimit = (step: TraceStep) =>
+  (step.limited === true || (step.status === 429 && !step.capped)) && !step.pooled && !step.primes && JOB_OF_PATH.test(step.path);
 
 /**
  * The steps in their order, each sent once every step answered before it was sent in the run has
@@ -247,7 +296,12 @@ const intoTheLimit = (step: TraceStep) => (step.limited === true || (step.status
  * any speed, and requests the run sent at once go at once. A step sent into the limit is preceded
  * by `drain`; the steps the run sent while it was on its way wait for that drain too.
  */
-export async function replaySteps(steps: TraceStep[], replay: (step: TraceStep) => Promise<Answer>, answers: Answer[], drain: (step: TraceStep) => Promise<unknown>): Promise<void> {
+export async function replaySteps(
+  steps: TraceStep[],
+  replay: (step: TraceStep) => Promise<Answer>,
+  answers: Answer[],
+  drain: (step: TraceStep) => Promise<unknown>,
+): Promise<void> {
   const done: Promise<Answer>[] = [];
   const ready: (() => void)[] = [];
   const drained: Promise<void>[] = [];
@@ -297,10 +351,19 @@ function revive(value: Serialized, answers: Answer[], replace: (text: string) =>
   return value;
 }
 
-async function stopOpened(opened: Map<string, { jobId: string; as: string }>, stop: (jobId: string, as: string) => Promise<Answer>, print: (line: string) => void, tracking?: SessionTracking): Promise<void> {
+async function stopOpened(
+  opened: Map<string, { jobId: string; as: string }>,
+  stop: (jobId: string, as: string) => Promise<Answer>,
+  print: (line: string) => void,
+  tracking?: SessionTracking,
+): Promise<void> {
   for (const { jobId, as } of opened.values()) {
     const answer = await stop(jobId, as).catch((error: Error) => error);
     if (!(answer instanceof Error) && (answer.status === 200 || answer.status === 404)) tracking?.ended(jobId, as, answer.status);
-    print(answer instanceof Error ? `Could not stop the session of ${jobId} it opened: ${answer.message}` : `Stopped the session of ${jobId} it opened → ${answer.status}`);
+    print(
+      answer instanceof Error
+        ? `Could not stop the session of ${jobId} it opened: ${answer.message}`
+        : `Stopped the session of ${jobId} it opened → ${answer.status}`,
+    );
   }
 }

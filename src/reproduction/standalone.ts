@@ -1,7 +1,7 @@
 /** The entry of a reproduction script: its plan is written above the bundle as `PLAN`. */
 import { redact } from '../http/redact';
-import { reproduce } from './runner';
 import type { Plan } from './plan';
+import { reproduce } from './runner';
 
 declare const PLAN: Plan;
 

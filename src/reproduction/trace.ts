@@ -46,7 +46,9 @@ export class Trace {
 
   record(answer: Answer, request: SendOptions): void {
     // A provisioning interact tried again after a 404 (the job not found yet): the reproduction retries on its own, as the run did.
-    const retried = request.provisions ? [...this.steps].reverse().find((step) => step.provisions && step.path === answer.path && step.status === 404 && !step.superseded) : undefined;
+    const retried = request.provisions
+      ? [...this.steps].reverse().find((step) => step.provisions && step.path === answer.path && step.status === 404 && !step.superseded)
+      : undefined;
     if (retried) retried.superseded = true;
     const seq = this.steps.length;
     this.seqOf.set(answer, seq);
@@ -91,7 +93,11 @@ export class Trace {
       if (seq !== undefined) return { $answer: seq };
       if ('authorization' in value) throw new Error('a caller cannot be written into a reproduction');
       if (Object.getPrototypeOf(value) !== Object.prototype) throw new Error(`a ${value.constructor?.name} cannot be written into a reproduction`);
-      return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== undefined).map(([key, item]) => [key, this.serialize(item)]));
+      return Object.fromEntries(
+        Object.entries(value)
+          .filter(([, item]) => item !== undefined)
+          .map(([key, item]) => [key, this.serialize(item)]),
+      );
     }
     throw new Error(`a ${typeof value} cannot be written into a reproduction`);
   }

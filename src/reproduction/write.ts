@@ -10,9 +10,8 @@ import type { Failure } from '../checks/failure';
 import { RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
 import { redact } from '../http/redact';
-import { planLine, reproductionFile, targetOf, type Plan } from './plan';
+import { type Plan, planLine, reproductionFile, targetOf } from './plan';
 import { answerRefs, type Serialized, type Trace, type TraceStep } from './trace';
-
 
 let runner: Promise<string> | undefined;
 
@@ -64,7 +63,13 @@ export function planFor(settings: Settings, { testId, title, trace, failures }: 
     steps: composed ? (composed.composed!.steps as TraceStep[]) : trace.steps,
     checks: composed
       ? composed.composed!.checks.map(({ judge, args }) => ({ check: composed.check, judge, args: args as Serialized[], message: composed.message }))
-      : own.map(({ check, judge, call, message, outcome }) => ({ check, judge, args: call!.args.map((arg) => trace.serialize(arg)), message, ...(outcome === 'declared' ? { deviation: true as const } : {}) })),
+      : own.map(({ check, judge, call, message, outcome }) => ({
+          check,
+          judge,
+          args: call!.args.map((arg) => trace.serialize(arg)),
+          message,
+          ...(outcome === 'declared' ? { deviation: true as const } : {}),
+        })),
     schemeWordIgnored: settings.declaredSchemeWord !== undefined,
     limits: { requestTimeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, backoffBudgetMs: settings.backoffBudgetMs },
   };
@@ -76,11 +81,11 @@ export async function writeReproduction(settings: Settings, reproducible: Reprod
   const planned = planFor(settings, reproducible);
   if (!planned) return undefined;
   const plan: Plan = { ...planned, made: { target: targetOf(settings), at: new Date().toISOString() } };
-  const file = folder ? path.join(folder, ...testId.split('/')) + '.mjs' : reproductionFile(settings.reportsDir, testId);
+  const file = folder ? `${path.join(folder, ...testId.split('/'))}.mjs` : reproductionFile(settings.reportsDir, testId);
   const text = [
     `// Reproduction of ${testId}: ${title}`,
     '// The same requests, by the same callers, with the same pauses, then the same checks with the same bounds.',
-    `// Run it: BASE_URL=<target> API_KEY=<key> FOREIGN_API_KEY=<other team's key>${plan.steps.some((step) => step.as === 'burst') ? ' BURST_API_KEY=<third team\'s key>' : ''} node ${path.basename(file)}`,
+    `// Run it: BASE_URL=<target> API_KEY=<key> FOREIGN_API_KEY=<other team's key>${plan.steps.some((step) => step.as === 'burst') ? " BURST_API_KEY=<third team's key>" : ''} node ${path.basename(file)}`,
     '// Node 18 or later, no packages. Exit 1: the fault shows; 0: it does not; 2: could not tell.',
     `// Made against ${plan.made!.target} at ${plan.made!.at}.`,
     '// Every reproduction of a run: npx stop-session-conformance replay <reports folder>',
@@ -103,6 +108,13 @@ export function curlLine({ trace, failures }: Reproducible): string | undefined 
   const step = trace.steps[steps[0]];
   const created = trace.steps.flatMap((earlier) => (earlier.createdJob ? [earlier.createdJob.toLowerCase()] : []));
   if (created.some((jobId) => step.path.toLowerCase().includes(jobId)) || step.data !== undefined || !SHELL_SAFE.test(step.path)) return undefined;
-  const header = step.as === 'owner' ? ' -H "Authorization: Bearer $API_KEY"' : step.as === 'foreign' ? ' -H "Authorization: Bearer $FOREIGN_API_KEY"' : step.as === 'noKey' ? '' : undefined;
+  const header =
+    step.as === 'owner'
+      ? ' -H "Authorization: Bearer $API_KEY"'
+      : step.as === 'foreign'
+        ? ' -H "Authorization: Bearer $FOREIGN_API_KEY"'
+        : step.as === 'noKey'
+          ? ''
+          : undefined;
   return header === undefined ? undefined : `curl -sS -X ${step.method}${header} "$BASE_URL${step.path}"`;
 }

@@ -12,17 +12,17 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as FastCheck from 'fast-check';
-import { boundsOf, durationVerdict, expectCreditsFor, measuredInterval } from '../domain/billing';
-import { summary, type Answer, type Client, type Connection } from '../domain/client';
-import { judge, runCheck } from '../domain/named-checks';
-import { settlingStop } from '../domain/settlements';
-import { DeclaredBehaviour, plain, RunError } from '../config/errors';
 import type { NamedCall } from '../checks/checks';
 import { checkQuickly } from '../checks/expect';
-import { type Sessions } from '../domain/sessions';
+import { DeclaredBehaviour, plain, RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
+import { boundsOf, durationVerdict, expectCreditsFor, measuredInterval } from '../domain/billing';
+import { type Answer, type Client, type Connection, summary } from '../domain/client';
+import { judge, runCheck } from '../domain/named-checks';
+import type { Sessions } from '../domain/sessions';
+import { settlingStop } from '../domain/settlements';
 import type { Identities, IdentityName } from '../domain/target';
-import { Budget } from './pace';
+import type { Budget } from './pace';
 
 interface SessionModel {
   label: string;
@@ -41,7 +41,6 @@ export interface Model {
   /** How many sessions may be live at once: three, or fewer under the target's cap. */
   capacity: number;
 }
-
 
 export interface Real {
   api: Client;
@@ -92,8 +91,13 @@ const describeSession = (session: SessionModel) => `${session.live ? 'live' : 's
 
 /** The first line of an assertion's message, then what it expected and received: "...; expected one of [200, 404], received 502". */
 export function disagreement(error: unknown): string {
-  const lines = plain(String((error as Error).message)).split('\n').map((line) => line.trim()).filter(Boolean);
-  const judged = lines.filter((line) => /^(Expected|Received)\b/.test(line)).map((line) => line.replace(/^(Expected|Received)( \w+)?: /, (_, word: string, kind = '') => `${word.toLowerCase()}${kind} `));
+  const lines = plain(String((error as Error).message))
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const judged = lines
+    .filter((line) => /^(Expected|Received)\b/.test(line))
+    .map((line) => line.replace(/^(Expected|Received)( \w+)?: /, (_, word: string, kind = '') => `${word.toLowerCase()}${kind} `));
   return [lines[0]?.replace(/^Error: /, ''), ...(judged.length ? [judged.join(', ')] : [])].join('; ');
 }
 
@@ -134,7 +138,11 @@ async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer
   }
   const interval = measuredInterval({ created: session.began }, answer);
   // Of stops sent together, the judge picks the settling one as the model did: in a reproduction, it may be the other.
-  await expecting(real.history, `a stop of live session ${session.label} by its owner (rules 1-2, @must)`, judge.modelLiveStop(sentTogether ?? answer, session.began, boundsOf(real.settings)));
+  await expecting(
+    real.history,
+    `a stop of live session ${session.label} by its owner (rules 1-2, @must)`,
+    judge.modelLiveStop(sentTogether ?? answer, session.began, boundsOf(real.settings)),
+  );
   const declaredClock = durationVerdict(answer.body, interval, real.settings)?.message;
   if (declaredClock) real.history.note(`≈ (duration, rule 2, as the target's clock is declared) ${declaredClock}`);
   session.live = false;
@@ -149,7 +157,11 @@ async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer
     // A charge the target's declared billing rule gives: its known deviation, never a failure.
     const declared = error instanceof DeclaredBehaviour ? error.reason : undefined;
     real.history.note(`${declared ? '≈ (credits, rule 2, as declared)' : '✗ (credits, rule 2, @must)'} ${message}`);
-    const reproduction = real.trace && { call: judge.credits(sentTogether ?? answer, session.began, boundsOf(real.settings)), from: real.trace.from, to: real.trace.position() };
+    const reproduction = real.trace && {
+      call: judge.credits(sentTogether ?? answer, session.began, boundsOf(real.settings)),
+      from: real.trace.from,
+      to: real.trace.position(),
+    };
     real.charges.push({ history: real.history, message, declared, ...(reproduction ? { reproduction } : {}) });
   }
 }
@@ -219,26 +231,39 @@ export function interactStep(budget: Budget, index: number): Step {
  * open one at most, whose life begins within both exchanges.
  */
 export function simultaneousInteractsStep(budget: Budget, index: number): Step {
-  return sessionStep(budget, 'simultaneousInteracts', index, async (session, _model, real) => {
-    const wasLive = session.live;
-    const answers = await Promise.all([1, 2].map(() => real.sessions.interact({ jobId: session.jobId }, { quiet: true })));
-    real.history.step(`two interacts at once on ${describeSession(session)} → ${brief(answers[0])} | ${brief(answers[1])}`);
-    const refused = answers.find((answer) => answer.status >= 400 && answer.status < 500 && answer.status !== 429);
-    if (wasLive && refused && session.refusedWhileLive) await expecting(real.history, 'a refused stop changes nothing: the session it was refused on is still usable (rules 3, 5)', judge.modelUsable(refused));
-    const unusable = answers.filter((answer) => (wasLive ? answer.status !== 200 : answer.status !== 200 && (answer.status < 400 || answer.status >= 500)));
-    if (unusable.length) {
-      real.history.note('✗ an interact answered what no history can go on from');
-      throw new RunError(`two interacts at once on ${describeSession(session)} answered ${answers.map((answer) => answer.status).join(' and ')}: ${summary(unusable[0])}`);
-    }
-    if (!wasLive && answers.some((answer) => answer.status === 200)) {
-      // One new session, begun somewhere within both exchanges: a second stop must then find nothing to settle.
-      session.live = true;
-      session.began = { ...answers[0], sentAt: Math.min(...answers.map((answer) => answer.sentAt)), receivedAt: Math.max(...answers.map((answer) => answer.receivedAt)) };
-      session.ended = undefined;
-      session.refusedWhileLive = undefined;
-      real.history.note(`(a new session ${session.label} begins with these interacts)`);
-    }
-  }, 2);
+  return sessionStep(
+    budget,
+    'simultaneousInteracts',
+    index,
+    async (session, _model, real) => {
+      const wasLive = session.live;
+      const answers = await Promise.all([1, 2].map(() => real.sessions.interact({ jobId: session.jobId }, { quiet: true })));
+      real.history.step(`two interacts at once on ${describeSession(session)} → ${brief(answers[0])} | ${brief(answers[1])}`);
+      const refused = answers.find((answer) => answer.status >= 400 && answer.status < 500 && answer.status !== 429);
+      if (wasLive && refused && session.refusedWhileLive)
+        await expecting(real.history, 'a refused stop changes nothing: the session it was refused on is still usable (rules 3, 5)', judge.modelUsable(refused));
+      const unusable = answers.filter((answer) => (wasLive ? answer.status !== 200 : answer.status !== 200 && (answer.status < 400 || answer.status >= 500)));
+      if (unusable.length) {
+        real.history.note('✗ an interact answered what no history can go on from');
+        throw new RunError(
+          `two interacts at once on ${describeSession(session)} answered ${answers.map((answer) => answer.status).join(' and ')}: ${summary(unusable[0])}`,
+        );
+      }
+      if (!wasLive && answers.some((answer) => answer.status === 200)) {
+        // One new session, begun somewhere within both exchanges: a second stop must then find nothing to settle.
+        session.live = true;
+        session.began = {
+          ...answers[0],
+          sentAt: Math.min(...answers.map((answer) => answer.sentAt)),
+          receivedAt: Math.max(...answers.map((answer) => answer.receivedAt)),
+        };
+        session.ended = undefined;
+        session.refusedWhileLive = undefined;
+        real.history.note(`(a new session ${session.label} begins with these interacts)`);
+      }
+    },
+    2,
+  );
 }
 
 export function holdStep(budget: Budget, ms: number): Step {
@@ -267,7 +292,11 @@ export function refusedStopStep(budget: Budget, index: number, who: Refuser): St
     const answer = await stop(real, session, who);
     real.history.step(`${real.identities[who].name} stops ${describeSession(session)} → ${brief(answer)}`);
     if (session.live) session.refusedWhileLive = true;
-    await expecting(real.history, `a stop by ${real.identities[who].name} is refused and reveals nothing (rules 3, 5, 7)`, judge.modelRefusedStop(answer, who === 'foreign' && session.live ? 403 : undefined, real.identities.ownerTeam));
+    await expecting(
+      real.history,
+      `a stop by ${real.identities[who].name} is refused and reveals nothing (rules 3, 5, 7)`,
+      judge.modelRefusedStop(answer, who === 'foreign' && session.live ? 403 : undefined, real.identities.ownerTeam),
+    );
   });
 }
 
@@ -286,20 +315,26 @@ export function unknownStopStep(budget: Budget): Step {
 }
 
 export function simultaneousStopsStep(budget: Budget, first: number, second: number): Step {
-  return sessionStep(budget, `simultaneousStops:${second}`, first, async (a, model, real) => {
-    // Two different sessions whenever there are two: the same one twice is a rule of its own (rule 7).
-    const others = model.sessions.filter((session) => session !== a);
-    const b = others.length ? others[second % others.length] : a;
-    const answers = await Promise.all([stop(real, a, 'owner', true), stop(real, b, 'owner', true)]);
-    real.history.step(`owner stops ${describeSession(a)} and ${describeSession(b)} at once → ${brief(answers[0])} | ${brief(answers[1])}`);
-    if (a !== b) {
-      await expectOwnerStop(real, a, answers[0]);
-      await expectOwnerStop(real, b, answers[1]);
-      return;
-    }
-    await expecting(real.history, `two simultaneous stops of session ${a.label} (rule 7, @inferred)`, judge.modelSimultaneousStops(answers, a.ended, a.live));
-    if (a.live) await expectOwnerStop(real, a, settlingStop(answers), answers);
-  }, 2);
+  return sessionStep(
+    budget,
+    `simultaneousStops:${second}`,
+    first,
+    async (a, model, real) => {
+      // Two different sessions whenever there are two: the same one twice is a rule of its own (rule 7).
+      const others = model.sessions.filter((session) => session !== a);
+      const b = others.length ? others[second % others.length] : a;
+      const answers = await Promise.all([stop(real, a, 'owner', true), stop(real, b, 'owner', true)]);
+      real.history.step(`owner stops ${describeSession(a)} and ${describeSession(b)} at once → ${brief(answers[0])} | ${brief(answers[1])}`);
+      if (a !== b) {
+        await expectOwnerStop(real, a, answers[0]);
+        await expectOwnerStop(real, b, answers[1]);
+        return;
+      }
+      await expecting(real.history, `two simultaneous stops of session ${a.label} (rule 7, @inferred)`, judge.modelSimultaneousStops(answers, a.ended, a.live));
+      if (a.live) await expectOwnerStop(real, a, settlingStop(answers), answers);
+    },
+    2,
+  );
 }
 
 /**
@@ -313,14 +348,29 @@ export function stepsFor(fc: typeof FastCheck, budget: Budget, toleranceMs: numb
   const times = <T>(n: number, arbitrary: FastCheck.Arbitrary<T>) => Array<FastCheck.Arbitrary<T>>(n).fill(arbitrary);
   return [
     ...times(2, fc.constant(provisionStep(budget))),
-    ...times(3, index.map((i) => interactStep(budget, i))),
+    ...times(
+      3,
+      index.map((i) => interactStep(budget, i)),
+    ),
     index.map((i) => simultaneousInteractsStep(budget, i)),
     // Every hold is longer than DURATION_TOLERANCE_MS, so that a clock started at the wrong step shows.
-    ...times(4, fc.integer({ min: toleranceMs + 5, max: toleranceMs + 15 }).map((ms) => holdStep(budget, ms))),
-    ...times(2, index.map((i) => ownerStopStep(budget, i))),
-    ...times(3, fc.tuple(index, refuser).map(([i, who]) => refusedStopStep(budget, i, who))),
+    ...times(
+      4,
+      fc.integer({ min: toleranceMs + 5, max: toleranceMs + 15 }).map((ms) => holdStep(budget, ms)),
+    ),
+    ...times(
+      2,
+      index.map((i) => ownerStopStep(budget, i)),
+    ),
+    ...times(
+      3,
+      fc.tuple(index, refuser).map(([i, who]) => refusedStopStep(budget, i, who)),
+    ),
     fc.constant(unknownStopStep(budget)),
-    ...times(2, fc.tuple(index, index).map(([a, b]) => simultaneousStopsStep(budget, a, b))),
+    ...times(
+      2,
+      fc.tuple(index, index).map(([a, b]) => simultaneousStopsStep(budget, a, b)),
+    ),
     ...times(3, fc.integer({ min: 1, max: 2 }).map(againStep)),
   ];
 }

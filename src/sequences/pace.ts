@@ -2,10 +2,11 @@
  * The pace of the sequences search: how many histories at once, and the budget of requests and
  * time each phase may spend.
  */
-import { type Client } from '../domain/client';
-import { JOB_OF_PATH } from '../domain/answer';
-import { RunError } from '../config/errors';
+
+import type { RunError } from '../config/errors';
 import type { Coordination } from '../coordination/coordination';
+import { JOB_OF_PATH } from '../domain/answer';
+import type { Client } from '../domain/client';
 
 /**
  * The pace of the search's requests. Several histories at once until the team's limit shows (a 429
@@ -87,7 +88,11 @@ export class Budget {
   /** Set once the search's share of the session budget was spent. */
   outOfSessions = false;
 
-  constructor(public left: number, readonly until: number, private readonly pacer: Pacer) {}
+  constructor(
+    public left: number,
+    readonly until: number,
+    private readonly pacer: Pacer,
+  ) {}
 
   /** Whether `requests` more are allowed and fit in the time left; never once the search was halted or its time is up. */
   affords(requests: number): boolean {
@@ -100,7 +105,6 @@ export class Budget {
     this.spent += requests;
   }
 }
-
 
 /** The pacer of a search: it starts from what the run has learnt of the team's limit in the last minute. */
 export function pacerFor(coordination: Coordination | undefined, team: string): Pacer {

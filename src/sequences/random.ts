@@ -2,9 +2,10 @@
  * The random phase: histories over up to three sessions (fast-check's model-based testing), which
  * favour repeated steps and the same session; a failing one is shrunk by fast-check.
  */
+
+import { History, LABELS, type Model, provisionInto, stepsFor } from './model';
 import { Budget } from './pace';
-import { History, LABELS, provisionInto, stepsFor, type Model } from './model';
-import { finish, phaseState, runHistory, type Exploration, type ExploreOptions, type HistoryFailure } from './search';
+import { type Exploration, type ExploreOptions, finish, type HistoryFailure, phaseState, runHistory } from './search';
 
 /** Random histories per round of fast-check: the search checks its budget between rounds. */
 const ROUND = 10;

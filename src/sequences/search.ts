@@ -4,15 +4,16 @@
  * one session (systematic.ts), then random histories over up to three sessions (random.ts). It
  * lasts SEQUENCE_SECONDS, at the pace the target allows (pace.ts).
  */
-import { type Client } from '../domain/client';
-import { RunError } from '../config/errors';
-import { BudgetSpent, CapReached, type Sessions } from '../domain/sessions';
-import { CapHeldEmptyHanded } from '../domain/cap-discovery';
-import type { Settings } from '../config/settings';
-import type { Identities } from '../domain/target';
-import { Budget, Pacer } from './pace';
-import { History, type Real } from './model';
+
 import type { NamedCall } from '../checks/checks';
+import { RunError } from '../config/errors';
+import type { Settings } from '../config/settings';
+import { CapHeldEmptyHanded } from '../domain/cap-discovery';
+import type { Client } from '../domain/client';
+import { BudgetSpent, CapReached, type Sessions } from '../domain/sessions';
+import type { Identities } from '../domain/target';
+import type { History, Real } from './model';
+import type { Budget, Pacer } from './pace';
 
 /** What one phase of the search did and found. */
 export interface Exploration {
@@ -84,7 +85,8 @@ export function finish(phase: Exploration['phase'], state: ReturnType<typeof pha
   };
   const unprorated = state.charges.find((charge) => !charge.declared);
   const declared = state.charges.find((charge) => charge.declared);
-  const told = (charge: Real['charges'][number]) => [charge.message, `in a history of ${charge.history.length} steps (${replay}):`, ...charge.history.lines].join('\n');
+  const told = (charge: Real['charges'][number]) =>
+    [charge.message, `in a history of ${charge.history.length} steps (${replay}):`, ...charge.history.lines].join('\n');
   if (unprorated) exploration.unproratedCharge = told(unprorated);
   if (unprorated?.reproduction) exploration.chargeReproduction = unprorated.reproduction;
   if (declared) exploration.declaredCharge = { message: told(declared), reason: declared.declared! };
@@ -96,14 +98,30 @@ export function finish(phase: Exploration['phase'], state: ReturnType<typeof pha
  * failure that broke the model, if any; an error of the run halts the budget; a cap met ends the
  * history quietly.
  */
-export async function runHistory(options: ExploreOptions, budget: Budget, state: ReturnType<typeof phaseState>, history: History, body: (real: Real) => Promise<void>): Promise<HistoryFailure | undefined> {
+export async function runHistory(
+  options: ExploreOptions,
+  budget: Budget,
+  state: ReturnType<typeof phaseState>,
+  history: History,
+  body: (real: Real) => Promise<void>,
+): Promise<HistoryFailure | undefined> {
   const sessions = options.openSessions();
   const connection = options.api.connection();
   const from = options.tracePosition?.();
   state.histories += 1;
   try {
     const trace = from === undefined ? undefined : { from, position: options.tracePosition! };
-    await body({ api: options.api, sessions, identities: options.identities, settings: options.settings, history, charges: state.charges, examined: state.examined, connection, trace });
+    await body({
+      api: options.api,
+      sessions,
+      identities: options.identities,
+      settings: options.settings,
+      history,
+      charges: state.charges,
+      examined: state.examined,
+      connection,
+      trace,
+    });
     return undefined;
   } catch (error) {
     if (error instanceof RunError) {

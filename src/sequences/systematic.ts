@@ -1,8 +1,20 @@
 /** The systematic phase: every short pattern of step kinds over one session, most telling first. */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Budget, LANES, LANE_PAUSE_MS } from './pace';
-import { History, ownerStopStep, provisionInto, REFUSERS, interactStep, holdStep, refusedStopStep, unknownStopStep, simultaneousStopsStep, type Model, type Step } from './model';
-import { finish, phaseState, runHistory, type Exploration, type ExploreOptions, type HistoryFailure } from './search';
+import {
+  History,
+  holdStep,
+  interactStep,
+  type Model,
+  ownerStopStep,
+  provisionInto,
+  REFUSERS,
+  refusedStopStep,
+  type Step,
+  simultaneousStopsStep,
+  unknownStopStep,
+} from './model';
+import { Budget, LANE_PAUSE_MS, LANES } from './pace';
+import { type Exploration, type ExploreOptions, finish, type HistoryFailure, phaseState, runHistory } from './search';
 
 /** The kinds of step of the systematic phase, over one session, and the requests each sends. */
 const KINDS = {
@@ -23,13 +35,20 @@ const MAX_DEPTH = 4;
 
 function stepOfKind(kind: Kind, budget: Budget, keylessTurn: number, holdMs: number): Step {
   switch (kind) {
-    case 'interact': return interactStep(budget, 0);
-    case 'hold': return holdStep(budget, holdMs);
-    case 'ownerStop': return ownerStopStep(budget, 0);
-    case 'foreignStop': return refusedStopStep(budget, 0, 'foreign');
-    case 'keylessStop': return refusedStopStep(budget, 0, KEYLESS[keylessTurn % KEYLESS.length]);
-    case 'unknownJobStop': return unknownStopStep(budget);
-    case 'twoStopsAtOnce': return simultaneousStopsStep(budget, 0, 0);
+    case 'interact':
+      return interactStep(budget, 0);
+    case 'hold':
+      return holdStep(budget, holdMs);
+    case 'ownerStop':
+      return ownerStopStep(budget, 0);
+    case 'foreignStop':
+      return refusedStopStep(budget, 0, 'foreign');
+    case 'keylessStop':
+      return refusedStopStep(budget, 0, KEYLESS[keylessTurn % KEYLESS.length]);
+    case 'unknownJobStop':
+      return unknownStopStep(budget);
+    case 'twoStopsAtOnce':
+      return simultaneousStopsStep(budget, 0, 0);
   }
 }
 
@@ -41,11 +60,11 @@ function stepOfKind(kind: Kind, budget: Budget, keylessTurn: number, holdMs: num
  */
 function telling(pattern: Kind[]): number {
   let score = 0;
-  pattern.forEach((kind, i) => {
-    if (kind === 'hold') return;
-    pattern.slice(i + 1).forEach((other, j) => (score += other === kind ? (j === 0 ? 2 : 1) : 0));
-  });
-  if (pattern.some((kind, i) => i > 0 && (pattern[i - 1] === 'ownerStop' || pattern[i - 1] === 'twoStopsAtOnce'))) score += 2;
+  for (const [i, kind] of pattern.entries()) {
+    if (kind === 'hold') continue;
+    for (const [j, other] of pattern.slice(i + 1).entries()) if (other === kind) score += j === 0 ? 2 : 1;
+  }
+  if (pattern.some((_kind, i) => i > 0 && (pattern[i - 1] === 'ownerStop' || pattern[i - 1] === 'twoStopsAtOnce'))) score += 2;
   // An interact on an ended session: it may open a new one, bring the old one back, or be refused, where stopped state machines break.
   if (pattern.some((kind, i) => kind === 'interact' && pattern.slice(0, i).some((before) => before === 'ownerStop' || before === 'twoStopsAtOnce'))) score += 2;
   if (pattern.includes('hold')) score += 1;
@@ -91,7 +110,6 @@ function coverageLine(covered: Map<number, Set<string>>): string {
   const all = whole.length ? [`all ${whole.length > 1 ? `${whole.slice(0, -1).join('-, ')}- and ` : ''}${whole.at(-1)}-step patterns`] : [];
   return [...all, ...parts].join(', ') || 'no pattern';
 }
-
 
 /**
  * The systematic phase: every pattern of step kinds over one session, up to 3 steps and beyond as
@@ -143,7 +161,13 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
         await provisionInto(model, real);
         // Only a session never stopped goes on to the next pattern: it is as good a start as a fresh one.
         const began = model.sessions[0].began;
-        while (!failure && next < patterns.length && model.sessions[0].live && model.sessions[0].began === began && budget.affords(requestsOf(patterns[next]) + 1)) {
+        while (
+          !failure &&
+          next < patterns.length &&
+          model.sessions[0].live &&
+          model.sessions[0].began === began &&
+          budget.affords(requestsOf(patterns[next]) + 1)
+        ) {
           const one = { pattern: patterns[next], index: next++, steps: 0 };
           ran.push(one);
           let keyless = one.index;
@@ -166,7 +190,8 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
       const last = ran.at(-1);
       // A failure at the first step of a pattern was set up by the one before it in the session's life: that one is run alone.
       const culprit = last && last.steps === 0 && ran.length > 1 ? ran.at(-2)! : last;
-      if (failed && culprit && !failure) failure = { history, message: failed.message, pattern: culprit.pattern, index: culprit.index, reproduction: failed.reproduction };
+      if (failed && culprit && !failure)
+        failure = { history, message: failed.message, pattern: culprit.pattern, index: culprit.index, reproduction: failed.reproduction };
     };
     const lane = async (number: number) => {
       while (!failure && next < patterns.length && budget.affords(requestsOf(patterns[next]) + 2)) {
@@ -181,7 +206,11 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     if (next < patterns.length) break;
   }
   if (budget.halted && !failure) throw budget.halted;
-  const exploration = { ...finish('systematic', state, budget, 'the systematic phase runs the same patterns every time'), covered: coverageLine(covered), everyThreeStep: (covered.get(3)?.size ?? 0) === KIND_NAMES.length ** 3 };
+  const exploration = {
+    ...finish('systematic', state, budget, 'the systematic phase runs the same patterns every time'),
+    covered: coverageLine(covered),
+    everyThreeStep: (covered.get(3)?.size ?? 0) === KIND_NAMES.length ** 3,
+  };
   if (failure) {
     // Other histories ran beside it: run the pattern once more alone, so that the report says whether it breaks on its own.
     const requests = requestsOf(failure.pattern) + 2;

@@ -1,10 +1,10 @@
-import { test } from '../../src/playwright/fixtures';
-import { boundsOf, measuredInterval } from '../../src/domain/billing';
-import { judge } from '../../src/domain/named-checks';
-import { stopPriced } from '../../src/domain/account';
 import { RunError } from '../../src/config/errors';
-import { summary } from '../../src/domain/client';
 import { spec } from '../../src/config/rules';
+import { stopPriced } from '../../src/domain/account';
+import { boundsOf, measuredInterval } from '../../src/domain/billing';
+import { summary } from '../../src/domain/client';
+import { judge } from '../../src/domain/named-checks';
+import { test } from '../../src/playwright/fixtures';
 
 /**
  * Four sessions held for different times. Real clients interact seconds after the scrape and
@@ -29,7 +29,11 @@ for (const { id, title, index, gap, interacts } of holds) {
       const holdMs = index === 'minute' ? minuteHoldMs : settings.billingHoldsMs[index];
       if (index === 'minute') {
         testInfo.setTimeout(testInfo.timeout + holdMs);
-        if (holdMs < 60_000) testInfo.annotations.push({ type: 'note', description: `held ${holdMs} ms, not past a minute: BILLING_MINUTE_HOLD_MS=61250 holds it across the minute boundary (the default against a remote target)` });
+        if (holdMs < 60_000)
+          testInfo.annotations.push({
+            type: 'note',
+            description: `held ${holdMs} ms, not past a minute: BILLING_MINUTE_HOLD_MS=61250 holds it across the minute boundary (the default against a remote target)`,
+          });
       }
       const gapMs = gap ? settings.scrapeGapMs : 0;
       const session = await test.step(gapMs ? `provision a session, ${gapMs} ms after its scrape` : 'provision a session', () => sessions.provision({ gapMs }));
@@ -47,7 +51,9 @@ for (const { id, title, index, gap, interacts } of holds) {
       const stop = await test.step('the owner stops the session', () => stopPriced(api, session.jobId, identities.owner, settings));
       await check('status', judge.stopped(stop));
       const interval = measuredInterval(session, stop);
-      await test.info().attach('measured interval', { body: JSON.stringify({ loMs: interval.lo, hiMs: interval.hi, holdMs }), contentType: 'application/json' });
+      await test
+        .info()
+        .attach('measured interval', { body: JSON.stringify({ loMs: interval.lo, hiMs: interval.hi, holdMs }), contentType: 'application/json' });
       await check('duration', judge.duration(stop, session.created, boundsOf(settings)));
       await check('credits', judge.credits(stop, session.created, boundsOf(settings)));
     },

@@ -1,7 +1,7 @@
-import { test } from '../../src/playwright/fixtures';
+import { spec } from '../../src/config/rules';
 import { judge } from '../../src/domain/named-checks';
 import { refuseThenOwnerStops } from '../../src/domain/refusals';
-import { spec } from '../../src/config/rules';
+import { test } from '../../src/playwright/fixtures';
 
 test("a foreign team's stop answers 403 with an error body", spec('foreign-team/forbidden'), async ({ api, session, identities, check }) => {
   const refused = await test.step('the foreign team asks to stop the session', () => api.stop(session.jobId, identities.foreign));
@@ -13,7 +13,12 @@ test(
   "a foreign team's refused stop, at any moment of the session's life, changes nothing: the owner uses the session on, and its stop answers 200 for the whole session",
   spec('foreign-team/survives'),
   async ({ api, sessions, session, identities, settings, check }) => {
-    await refuseThenOwnerStops({ api, sessions, session, check, settings, owner: identities.owner }, identities.foreign, (answers) => judge.refused(answers, 403), { interactAfter: true });
+    await refuseThenOwnerStops(
+      { api, sessions, session, check, settings, owner: identities.owner },
+      identities.foreign,
+      (answers) => judge.refused(answers, 403),
+      { interactAfter: true },
+    );
   },
 );
 

@@ -1,10 +1,10 @@
-import { test } from '../../src/playwright/fixtures';
 import { notVerifiable } from '../../src/checks/checks';
+import { spec, type TestId } from '../../src/config/rules';
 import type { Answer } from '../../src/domain/client';
 import { judge } from '../../src/domain/named-checks';
 import { refuseThenOwnerStops } from '../../src/domain/refusals';
-import { spec, type TestId } from '../../src/config/rules';
 import type { IdentityName } from '../../src/domain/target';
+import { test } from '../../src/playwright/fixtures';
 
 const refusals: { id: TestId; who: IdentityName; title: string; schemeWord?: true }[] = [
   { id: 'authentication/no-key', who: 'noKey', title: 'a stop without an Authorization header' },
@@ -19,25 +19,39 @@ const refusals: { id: TestId; who: IdentityName; title: string; schemeWord?: tru
 ];
 
 for (const { id, who, title, schemeWord } of refusals) {
-  test(`${title} answers 4xx, at any moment of the session's life, and changes nothing`, spec(id), async ({ api, sessions, session, identities, settings, check }) => {
-    if (who === 'keyCaseChanged' && !identities.keyCaseChanged.authorization) notVerifiable("the owner's key has no letter whose case could change");
-    // Another scheme word is refused, or taken as the target's known-deviations file declares (refusals.ts).
-    await refuseThenOwnerStops({ api, sessions, session, check, settings, owner: identities.owner }, identities[who], (answers) => (schemeWord ? judge.schemeRefused(answers, settings.declaredSchemeWord) : judge.refused(answers)));
-  });
+  test(
+    `${title} answers 4xx, at any moment of the session's life, and changes nothing`,
+    spec(id),
+    async ({ api, sessions, session, identities, settings, check }) => {
+      if (who === 'keyCaseChanged' && !identities.keyCaseChanged.authorization) notVerifiable("the owner's key has no letter whose case could change");
+      // Another scheme word is refused, or taken as the target's known-deviations file declares (refusals.ts).
+      await refuseThenOwnerStops({ api, sessions, session, check, settings, owner: identities.owner }, identities[who], (answers) =>
+        schemeWord ? judge.schemeRefused(answers, settings.declaredSchemeWord) : judge.refused(answers),
+      );
+    },
+  );
 }
 
-test("a stop with the owner's key under a lower-case bearer scheme is accepted with 200", spec('authentication/lower-case-bearer'), async ({ api, session, identities, check }) => {
-  const stop = await test.step('the owner stops the session with "bearer <key>"', () => api.stop(session.jobId, identities.lowerCaseBearer));
-  await check('status', judge.status(stop, 200, 'auth schemes are case-insensitive (RFC 9110 §11.1)'));
-  await check('schema', judge.schema(stop, 'stop-result'));
-});
+test(
+  "a stop with the owner's key under a lower-case bearer scheme is accepted with 200",
+  spec('authentication/lower-case-bearer'),
+  async ({ api, session, identities, check }) => {
+    const stop = await test.step('the owner stops the session with "bearer <key>"', () => api.stop(session.jobId, identities.lowerCaseBearer));
+    await check('status', judge.status(stop, 200, 'auth schemes are case-insensitive (RFC 9110 §11.1)'));
+    await check('schema', judge.schema(stop, 'stop-result'));
+  },
+);
 
-test('a refusal of a request without a valid key carries no billing and nothing of the owner\'s', spec('authentication/reveals-nothing'), async ({ api, session, sessions, identities, check }) => {
-  const otherJob = await test.step('the owner creates another scrape job', () => sessions.jobWithoutSession());
-  const refusals: Answer[] = [];
-  for (const who of ['noKey', 'unknownKey', 'keyTruncated'] as const) {
-    refusals.push(await test.step(`${identities[who].name} asks to stop the session`, () => api.stop(session.jobId, identities[who])));
-  }
-  await check('refused', judge.refused(refusals));
-  await check('reveals-nothing', judge.revealsNothing(refusals, [session.created, otherJob.scrape], identities.ownerTeam, session.jobId));
-});
+test(
+  "a refusal of a request without a valid key carries no billing and nothing of the owner's",
+  spec('authentication/reveals-nothing'),
+  async ({ api, session, sessions, identities, check }) => {
+    const otherJob = await test.step('the owner creates another scrape job', () => sessions.jobWithoutSession());
+    const refusals: Answer[] = [];
+    for (const who of ['noKey', 'unknownKey', 'keyTruncated'] as const) {
+      refusals.push(await test.step(`${identities[who].name} asks to stop the session`, () => api.stop(session.jobId, identities[who])));
+    }
+    await check('refused', judge.refused(refusals));
+    await check('reveals-nothing', judge.revealsNothing(refusals, [session.created, otherJob.scrape], identities.ownerTeam, session.jobId));
+  },
+);

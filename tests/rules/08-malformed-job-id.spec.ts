@@ -1,6 +1,6 @@
-import { test } from '../../src/playwright/fixtures';
-import { judge } from '../../src/domain/named-checks';
 import { spec, type TestId } from '../../src/config/rules';
+import { judge } from '../../src/domain/named-checks';
+import { test } from '../../src/playwright/fixtures';
 
 const malformed: { id: TestId; name: string; jobId: string }[] = [
   { id: 'malformed-job-id/not-a-uuid', name: 'not a UUID', jobId: 'not-a-uuid' },

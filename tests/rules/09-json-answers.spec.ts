@@ -1,43 +1,66 @@
 import { randomUUID } from 'node:crypto';
-import { test } from '../../src/playwright/fixtures';
-import type { Answer } from '../../src/domain/client';
-import { judge } from '../../src/domain/named-checks';
 import { notVerifiable } from '../../src/checks/checks';
 import { spec } from '../../src/config/rules';
+import type { Answer } from '../../src/domain/client';
+import { judge } from '../../src/domain/named-checks';
+import { test } from '../../src/playwright/fixtures';
 
-test('a 404 answer is application/json with success false and a short single-line error', spec('json-answers/not-found'), async ({ api, identities, check }) => {
-  const stop = await api.stop(randomUUID(), identities.owner);
-  await check('status', judge.status(stop, 404));
-  await check('json-error', judge.jsonError(stop));
-});
+test(
+  'a 404 answer is application/json with success false and a short single-line error',
+  spec('json-answers/not-found'),
+  async ({ api, identities, check }) => {
+    const stop = await api.stop(randomUUID(), identities.owner);
+    await check('status', judge.status(stop, 404));
+    await check('json-error', judge.jsonError(stop));
+  },
+);
 
-test('a 403 answer is application/json with success false and a short single-line error', spec('json-answers/forbidden'), async ({ api, session, identities, check }) => {
-  const stop = await api.stop(session.jobId, identities.foreign);
-  await check('status', judge.status(stop, 403));
-  await check('json-error', judge.jsonError(stop));
-});
+test(
+  'a 403 answer is application/json with success false and a short single-line error',
+  spec('json-answers/forbidden'),
+  async ({ api, session, identities, check }) => {
+    const stop = await api.stop(session.jobId, identities.foreign);
+    await check('status', judge.status(stop, 403));
+    await check('json-error', judge.jsonError(stop));
+  },
+);
 
 /**
  * A keyless tier may refuse with its own 429, whose body the specification does not fix: the
  * request is retried within the back-off budget, and a 429 to the end makes the test not verifiable.
  */
 function unlessRateLimited(answer: Answer): void {
-  if (answer.status === 429) notVerifiable('the request without a valid key was answered 429 (rate limited) to the end of the back-off budget, not with an authentication refusal whose body could be checked');
+  if (answer.status === 429)
+    notVerifiable(
+      'the request without a valid key was answered 429 (rate limited) to the end of the back-off budget, not with an authentication refusal whose body could be checked',
+    );
 }
 
-test('the refusal of a request without a key is application/json with success false and a short single-line error', spec('json-answers/no-key'), async ({ api, identities, check }) => {
-  const stop = await api.stop(randomUUID(), identities.noKey, { on429: 'return-last' });
-  unlessRateLimited(stop);
-  await check('json-error', judge.jsonError(stop));
-});
+test(
+  'the refusal of a request without a key is application/json with success false and a short single-line error',
+  spec('json-answers/no-key'),
+  async ({ api, identities, check }) => {
+    const stop = await api.stop(randomUUID(), identities.noKey, { on429: 'return-last' });
+    unlessRateLimited(stop);
+    await check('json-error', judge.jsonError(stop));
+  },
+);
 
-test('the refusal of an unknown key is application/json with success false and a short single-line error', spec('json-answers/unknown-key'), async ({ api, identities, check }) => {
-  const stop = await api.stop(randomUUID(), identities.unknownKey, { on429: 'return-last' });
-  unlessRateLimited(stop);
-  await check('json-error', judge.jsonError(stop));
-});
+test(
+  'the refusal of an unknown key is application/json with success false and a short single-line error',
+  spec('json-answers/unknown-key'),
+  async ({ api, identities, check }) => {
+    const stop = await api.stop(randomUUID(), identities.unknownKey, { on429: 'return-last' });
+    unlessRateLimited(stop);
+    await check('json-error', judge.jsonError(stop));
+  },
+);
 
-test('the refusal of a malformed jobId is application/json with success false and a short single-line error', spec('json-answers/malformed-job-id'), async ({ api, identities, check }) => {
-  const stop = await api.stop('not-a-uuid', identities.owner);
-  await check('json-error', judge.jsonError(stop));
-});
+test(
+  'the refusal of a malformed jobId is application/json with success false and a short single-line error',
+  spec('json-answers/malformed-job-id'),
+  async ({ api, identities, check }) => {
+    const stop = await api.stop('not-a-uuid', identities.owner);
+    await check('json-error', judge.jsonError(stop));
+  },
+);

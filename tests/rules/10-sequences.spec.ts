@@ -1,18 +1,20 @@
-import { test } from '../../src/playwright/fixtures';
+import { notVerifiable } from '../../src/checks/checks';
 import { DeclaredBehaviour } from '../../src/config/errors';
 import { spec } from '../../src/config/rules';
-import { Sessions } from '../../src/domain/sessions';
-import { exploreHistories } from '../../src/sequences/random';
-import { REQUESTS_FOR_EVERY_THREE_STEP_PATTERN, SESSIONS_FOR_EVERY_THREE_STEP_PATTERN, searchSystematically } from '../../src/sequences/systematic';
-import { pacerFor, type Pacer } from '../../src/sequences/pace';
-import type { Exploration } from '../../src/sequences/search';
-import { notVerifiable } from '../../src/checks/checks';
-import { composeHistory } from '../../src/reproduction/compose';
 import { predict, SEQUENCE_REQUESTS_PER_SESSION } from '../../src/domain/budget';
+import { Sessions } from '../../src/domain/sessions';
+import { test } from '../../src/playwright/fixtures';
+import { composeHistory } from '../../src/reproduction/compose';
+import { type Pacer, pacerFor } from '../../src/sequences/pace';
+import { exploreHistories } from '../../src/sequences/random';
+import type { Exploration } from '../../src/sequences/search';
+import { REQUESTS_FOR_EVERY_THREE_STEP_PATTERN, SESSIONS_FOR_EVERY_THREE_STEP_PATTERN, searchSystematically } from '../../src/sequences/systematic';
 
 /** What the search knows of the team's rate limit: how many of its requests waited behind it, never more. */
 const waitsOf = ({ waitedForLimit, metLimit }: Pacer) =>
-  waitedForLimit ? `${waitedForLimit} request(s) waited behind the team's rate limit${metLimit ? `, ${metLimit} of them after a 429 of their own` : ''}` : "none waited behind the team's rate limit";
+  waitedForLimit
+    ? `${waitedForLimit} request(s) waited behind the team's rate limit${metLimit ? `, ${metLimit} of them after a 429 of their own` : ''}`
+    : "none waited behind the team's rate limit";
 
 /** The systematic phase's share of the rule's time and requests; the random histories have the rest. */
 const SYSTEMATIC_SHARE = 0.6;
@@ -32,25 +34,32 @@ test(
     // Two sessions are kept to run a failing pattern again alone (an interact after its stop may open a second).
     const allowance = { left: Math.max(0, share - 2) };
     const requests = Math.min(settings.sequenceBudget, share * SEQUENCE_REQUESTS_PER_SESSION);
-    const openSessions = (own = allowance) => new Sessions({ api: paced, identities, settings, ledger, testId, signal: api.signal, allowance: own, budget: { sessions: budget, needed } });
+    const openSessions = (own = allowance) =>
+      new Sessions({ api: paced, identities, settings, ledger, testId, signal: api.signal, allowance: own, budget: { sessions: budget, needed } });
     const options = { api: paced, openSessions, identities, settings, pacer, tracePosition: () => requestTrace.steps.length };
     const explored: Exploration[] = [];
-    if (share < 3) notVerifiable(`the session budget (${budget}) leaves the sequences rule ${share} session(s) after the rules' own tests (${needed}): SESSION_BUDGET=${needed + 12} lets it search`);
-    const systematic = await test.step(`run every short pattern of steps over one session (at most ${Math.round(SYSTEMATIC_SHARE * settings.sequenceSeconds)} s)`, () =>
-      searchSystematically({ ...options, requests: requests * SYSTEMATIC_SHARE, until: started + SYSTEMATIC_SHARE * (until - started) }),
-    );
+    if (share < 3)
+      notVerifiable(
+        `the session budget (${budget}) leaves the sequences rule ${share} session(s) after the rules' own tests (${needed}): SESSION_BUDGET=${needed + 12} lets it search`,
+      );
+    const systematic =
+      await test.step(`run every short pattern of steps over one session (at most ${Math.round(SYSTEMATIC_SHARE * settings.sequenceSeconds)} s)`, () =>
+        searchSystematically({ ...options, requests: requests * SYSTEMATIC_SHARE, until: started + SYSTEMATIC_SHARE * (until - started) }));
     explored.push(systematic);
     for (const [index, seed] of sequenceSeeds.entries()) {
       if (explored.some((exploration) => exploration.failure)) break;
       const left = (requests - explored.reduce((sum, exploration) => sum + exploration.requests, 0)) / (sequenceSeeds.length - index);
       const seedUntil = performance.now() + (until - performance.now()) / (sequenceSeeds.length - index);
       console.log(`sequences: seed ${seed} (replay with SEQUENCE_SEED=${seed})`);
-      const exploration = await test.step(`run random histories (seed ${seed}${Number.isFinite(runs) ? `, at most ${runs}` : ''}, until the rule's time is up)`, () =>
-        exploreHistories({ ...options, seed, runs, requests: left, until: seedUntil }),
-      );
+      const exploration =
+        await test.step(`run random histories (seed ${seed}${Number.isFinite(runs) ? `, at most ${runs}` : ''}, until the rule's time is up)`, () =>
+          exploreHistories({ ...options, seed, runs, requests: left, until: seedUntil }));
       explored.push(exploration);
     }
-    const figures = explored.map(({ counterexample, failure, unproratedCharge, declaredCharge, reproduction, chargeReproduction, ...figure }) => ({ ...figure, ...(typeof figure.phase === 'number' ? { replay: `SEQUENCE_SEED=${figure.phase}` } : {}) }));
+    const figures = explored.map(({ counterexample, failure, unproratedCharge, declaredCharge, reproduction, chargeReproduction, ...figure }) => ({
+      ...figure,
+      ...(typeof figure.phase === 'number' ? { replay: `SEQUENCE_SEED=${figure.phase}` } : {}),
+    }));
     await testInfo.attach('sequence phases', { body: JSON.stringify(figures, null, 2), contentType: 'application/json' });
     const histories = explored.reduce((sum, exploration) => sum + exploration.histories, 0);
     const steps = explored.reduce((sum, exploration) => sum + exploration.steps, 0);
@@ -75,7 +84,7 @@ test(
     const unprorated = explored.find((exploration) => exploration.unproratedCharge);
     if (!explored.some((exploration) => exploration.chargesExamined > 0)) {
       // Nothing to judge: the check neither passes nor fails (and a declared deviation of it stays untested).
-      testInfo.annotations.push({ type: 'note', description: "no history stopped a live session that reported a charge: the credits were not checked" });
+      testInfo.annotations.push({ type: 'note', description: 'no history stopped a live session that reported a charge: the credits were not checked' });
     } else {
       const declared = explored.find((exploration) => exploration.declaredCharge)?.declaredCharge;
       await check(
