@@ -5,11 +5,8 @@
  * the first got through), so that a throttled stop is there to check.
  */
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Settings } from '../config/settings';
-import { marginMs } from '../coordination/schedule';
 import { type Answer, type Client, interactPath } from './client';
-import { type OwnLimit, type StatedLimit, statedRate } from './run-judges';
 import type { Session } from './sessions';
 import type { Identities, Identity } from './target';
 
@@ -123,51 +120,4 @@ export async function sendBurst({
   await Promise.all([pending, ...[...pairs.values()].map((pair) => pair.pending)]);
   const burstMs = Math.round(performance.now() - started);
   return { answers, others: [...pairs].flatMap(([as, pair]) => (pair.answer ? [{ as, answer: pair.answer }] : [])), stops, lost, burstMs };
-}
-
-/**
- * Once the team's own requests have left its window, another team whose plan has room sends as
- * many as the team's stated limit, then the team one: a limit of its own still has room for it, one
- * that counts the other team's requests does not. Undefined when the other team met its own limit.
- */
-export async function askAfterAnotherTeam(
-  api: Client,
-  team: Identity,
-  other: Identity,
-  stated: StatedLimit,
-  sentIn: (from: number, to: number) => number,
-): Promise<{ answer: Answer; crowd: number } | undefined> {
-  const span = stated.windowMs + marginMs(stated.windowMs);
-  while (sentIn(performance.now() - span, performance.now() + 1) >= stated.limit / 2)
-    await sleep(Math.min(1000, stated.windowMs / 4), undefined, { signal: api.signal });
-  const crowd = await Promise.all(Array.from({ length: stated.limit }, () => api.stop(randomUUID(), other, { on429: 'once', attach: false, pooled: true })));
-  if (crowd.some((answer) => answer.status === 429)) return undefined;
-  return { answer: await api.stop(randomUUID(), team, { on429: 'once' }), crowd: crowd.length };
-}
-
-/**
- * What shows whether the team's limit is its own, where its refusals state it: the burst's first
- * refusal, and a request asked right after another team's (the one with most room, an unknown room
- * taken as 100), each with how many requests the team had sent in the window it was decided in.
- */
-export async function ownLimit(
-  api: Client,
-  team: Identity,
-  others: { as: Identity; room?: number }[],
-  answers: Answer[],
-  sentIn: (from: number, to: number) => number,
-): Promise<OwnLimit | undefined> {
-  const stated = statedRate(answers);
-  const first = answers.filter((answer) => answer.status === 429).sort((a, b) => a.sentAt - b.sentAt)[0];
-  if (!stated || !first) return undefined;
-  const span = stated.windowMs + marginMs(stated.windowMs);
-  const sentBefore = (answer: Answer) => sentIn(answer.sentAt - span, answer.receivedAt);
-  const asked: OwnLimit['asked'] = [{ answer: first, sent: sentBefore(first) }];
-  const other = others
-    .map(({ as, room }) => ({ as, room: room ?? 100 }))
-    .filter(({ room }) => room > stated.limit)
-    .sort((a, b) => b.room - a.room)[0];
-  const probe = other && (await askAfterAnotherTeam(api, team, other.as, stated, sentIn));
-  if (probe) asked.push({ answer: probe.answer, sent: sentBefore(probe.answer), after: `, right after the ${other.as.name}'s ${probe.crowd} requests` });
-  return { stated, asked };
 }
