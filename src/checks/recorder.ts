@@ -8,6 +8,9 @@ export interface Recorder {
   annotate(type: string, description: string): void;
   /** Ends the test as skipped, with `reason`. */
   skip(reason: string): never;
+  attach(name: string, body: string, contentType: string): Promise<void>;
+  /** A wait of its own on top of the test's timeout. */
+  extendTimeout(ms: number): void;
 }
 
 let current: Recorder = {
@@ -16,6 +19,8 @@ let current: Recorder = {
   skip: (reason) => {
     throw new Error(reason);
   },
+  attach: async () => {},
+  extendTimeout: () => {},
 };
 
 export function useRecorder(recorder: Recorder): void {
@@ -26,3 +31,5 @@ export const step = <T>(title: string, body: () => T | Promise<T>, options?: { b
 export const annotate = (type: string, description: string): void => current.annotate(type, description);
 export const note = (description: string): void => current.annotate('note', description);
 export const skip = (reason: string): never => current.skip(reason);
+export const attach = (name: string, body: string, contentType = 'application/json'): Promise<void> => current.attach(name, body, contentType);
+export const extendTimeout = (ms: number): void => current.extendTimeout(ms);

@@ -242,6 +242,13 @@ export const RUN_JUDGES = {
     if (verdict.outcome === 'not verifiable') return { notVerifiable: verdict.message };
     expect(verdict.outcome, verdict.message).toBe('pass');
   },
+  /** A team that only refused another team's session is charged nothing: its account reads the same after as before. */
+  refuserUncharged(before: Answer, after: Answer[]): Verdict {
+    const remaining = (answer: Answer) => answer.body?.data?.remainingCredits as number;
+    if (![before, ...after].every((answer) => answer.status === 200 && typeof remaining(answer) === 'number'))
+      return { notVerifiable: `the account could not be read (${CREDIT_USAGE_PATH})` };
+    expect(remaining(after.at(-1)!), "a refused request charged its caller: the refusing team's account moved").toBe(remaining(before));
+  },
   /** The sequences model: a stop of a session it holds stopped answers 200 or 404, and settles nothing new. */
   modelStoppedStop(answer: Answer, ended: Answer | undefined): Verdict {
     expect(answer.status, `status ${answer.status}`).toBeOneOf([200, 404]);

@@ -9,4 +9,6 @@ useRecorder({
     test.skip(true, reason);
     throw new Error('unreachable: test.skip ends the test');
   },
+  attach: (name, body, contentType) => test.info().attach(name, { body, contentType }),
+  extendTimeout: (ms) => test.info().setTimeout(test.info().timeout + ms),
 });

@@ -168,6 +168,10 @@ export function composeAccount(parts: TraceStep[][], settleMs: number, alone = f
   return { steps, checks: [{ judge: 'accountCharged', args }] };
 }
 
+/** The reproduction of a refusal that charged its caller: the refusing team's account, read around one session it refused, holds still. */
+export const refuserUncharged = (composed: ComposedReproduction | undefined): ComposedReproduction | undefined =>
+  composed && { steps: composed.steps, checks: [{ judge: 'refuserUncharged', args: composed.checks[0].args.slice(0, 2) }] };
+
 /** The account's reproduction judged by the account alone, as the run judges it: its sessions told apart, none held to one settlement. */
 export const accountAlone = (composed: ComposedReproduction): ComposedReproduction => ({
   steps: composed.steps,
