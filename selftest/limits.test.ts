@@ -34,6 +34,10 @@ test('a limit stated in words is read only with the window named with it', () =>
   assert.deepEqual(readRefusal('Rate limit exceeded. Limit (req/min): 20. Please retry after 13s.', {}).limit, { limit: 20, windowMs: 60_000 });
   assert.deepEqual(readRefusal('Too many requests: limit of 10 requests per second', {}).limit, { limit: 10, windowMs: 1_000 });
   assert.deepEqual(readRefusal('rate limit: 40/2s', {}).limit, { limit: 40, windowMs: 2_000 });
+  assert.deepEqual(readRefusal('Rate limit exceeded: 20 stop/interact requests per minute for the free plan. Retry after 13s.', {}).limit, {
+    limit: 20,
+    windowMs: 60_000,
+  });
   // A number and a window apart, or words about limits in general, state nothing.
   assert.deepEqual(readRefusal('Rate limit: 10 per second. Plan: 1000 requests per hour', {}).limit, { limit: 10, windowMs: 1_000 });
   assert.equal(readRefusal('Rate limit reached (10). Plan: 1000 requests per hour', {}).limit, undefined);

@@ -1037,17 +1037,26 @@ const keyless = (base: Behaviour): Partial<Behaviour> => {
   return { authenticate: (h) => (h === undefined ? anonymous : base.authenticate(h)) };
 };
 
-/** Caps each team's live sessions, as the hosted service's plans do: the interact that would open one more answers 429. */
-export const capsSessions = (cap: number, retryAfter: boolean): ReferenceOptions =>
-  behaviour((base, state) => ({
-    interact: (team, jobId, body) => {
-      const live = [...state.sessions.values()].filter((session) => session.teamId === team.id).length;
-      if (live >= cap && !state.sessions.has(jobId) && state.jobs.get(jobId)?.teamId === team.id) {
-        return base.error(429, `Concurrency limit exceeded: at most ${cap} browser sessions at once.`, retryAfter ? { 'Retry-After': '1' } : {});
-      }
-      return base.interact(team, jobId, body);
-    },
-  }));
+/** Caps each team's live sessions, as the hosted service's plans do: the interact that would open one more answers 429. A stop frees its slot `releaseMs` later. */
+export const capsSessions = (cap: number, retryAfter: boolean, releaseMs = 0): ReferenceOptions =>
+  behaviour((base, state) => {
+    const releasing: { teamId: string; until: number }[] = [];
+    return {
+      interact: (team, jobId, body) => {
+        const held = releasing.filter(({ teamId, until }) => teamId === team.id && until > state.clock()).length;
+        const live = [...state.sessions.values()].filter((session) => session.teamId === team.id).length + held;
+        if (live >= cap && !state.sessions.has(jobId) && state.jobs.get(jobId)?.teamId === team.id) {
+          return base.error(429, `Concurrency limit exceeded: at most ${cap} browser sessions at once.`, retryAfter ? { 'Retry-After': '1' } : {});
+        }
+        return base.interact(team, jobId, body);
+      },
+      stop: (team, jobId) => {
+        const reply = base.stop(team, jobId);
+        if (releaseMs && reply.status === 200) releasing.push({ teamId: team.id, until: state.clock() + releaseMs });
+        return reply;
+      },
+    };
+  });
 
 export const correctVariants: Variant[] = [
   {
@@ -1211,6 +1220,11 @@ export const correctVariants: Variant[] = [
     options: capsSessions(1, true),
   },
   { name: 'session-cap-2-no-retry-after', description: 'allows each team two live sessions; beyond, 429 with no Retry-After', options: capsSessions(2, false) },
+  {
+    name: 'session-cap-3-late-release',
+    description: 'allows each team three live sessions, as its refusals say; a stop frees its slot 1.5 s after it answers',
+    options: capsSessions(3, true, 1500),
+  },
   {
     name: 'session-cap-4',
     sessionCap: 4,

@@ -179,7 +179,7 @@ export const OPENS: Partial<Record<TestId, { sessions: number; jobs?: number }>>
   'stop-is-final/final-for-everyone': { sessions: 1 },
   // An interact on the stopped session may open a second.
   'stop-is-final/interact-after-stop': { sessions: 2 },
-  // The session the opens leave; under a known cap one more shows they left the team's slots free (budget.ts counts it where the cap is stated).
+  // The session the opens leave; under a known cap as many as it allows show they left the team's slots free (budget.ts counts them where the cap is stated).
   'stop-is-final/simultaneous-opens': { sessions: 1 },
   'json-answers/forbidden': { sessions: 1 },
 };

@@ -41,21 +41,14 @@ export class SessionSlots {
     reportsDir: string,
     baseURL: string,
     private readonly team: string,
-    private readonly statedCap?: number,
+    private readonly stated?: number,
   ) {
     this.dir = path.join(channel(reportsDir, 'sessions'), createHash('sha1').update(`${baseURL}\n${team}`).digest('hex').slice(0, 12));
   }
 
   /** The cap on live sessions as the run knows it: stated, learnt, or undefined (none met yet). */
   cap(): number | undefined {
-    if (this.statedCap !== undefined) return this.statedCap;
-    const file = path.join(this.dir, CAP_FILE);
-    if (!existsSync(file)) return undefined;
-    try {
-      return (JSON.parse(readFileSync(file, 'utf8')) as { cap: number }).cap;
-    } catch {
-      return undefined;
-    }
+    return this.stated ?? this.read()?.cap;
   }
 
   /**
@@ -105,12 +98,25 @@ export class SessionSlots {
   }
 
   /** What a 429 to an interact that would open a session, with the limiter's room shown, teaches: the cap is at most `live`. */
-  learn(live: number): number {
+  learn(live: number, inWords?: number): number {
     return this.locked(() => {
       const cap = Math.min(live, this.cap() ?? Infinity);
-      writeFileSync(path.join(this.dir, CAP_FILE), JSON.stringify({ team: this.team, cap }));
+      writeFileSync(path.join(this.dir, CAP_FILE), JSON.stringify({ team: this.team, cap, inWords: inWords ?? this.read()?.inWords }));
       return cap;
     });
+  }
+
+  /** The cap stated up front, or in the words of the target's refusals: the number the target claims, not one the run inferred. */
+  statedCap(): number | undefined {
+    return this.stated ?? this.read()?.inWords;
+  }
+
+  private read(): { cap: number; inWords?: number } | undefined {
+    try {
+      return JSON.parse(readFileSync(path.join(this.dir, CAP_FILE), 'utf8'));
+    } catch {
+      return undefined;
+    }
   }
 
   private slotsInUse(): number {

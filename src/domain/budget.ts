@@ -6,6 +6,7 @@
 import { OPENS, RULE_IDS, type RuleId, ruleOf, TEST_IDS, type TestId } from '../config/rules';
 import type { Settings } from '../config/settings';
 import { CREDITS_PER_MINUTE, chargeUnder } from './billing';
+import { MOST_AT_ONCE } from './cap-discovery';
 
 /** A session's life as the prediction prices it: tests hold theirs for seconds, the minute's hold longer. */
 const SESSION_LIFE_MS = 60_000;
@@ -43,8 +44,9 @@ const priceOf = (settings: Pick<Settings, 'declaredBilling'>, ms: number) =>
 
 export function predict(settings: Settings): Prediction {
   const tests = chosenTests(settings);
-  // Under a stated cap, simultaneous-opens opens one more session to show the team's slots are free.
-  const underCap = settings.sessionCap !== undefined && tests.includes('stop-is-final/simultaneous-opens') ? 1 : 0;
+  // Under a cap stated up front, simultaneous-opens opens as many sessions as it allows to show the team's slots are free.
+  const cap = settings.sessionCap;
+  const underCap = cap !== undefined && tests.includes('stop-is-final/simultaneous-opens') ? (cap <= MOST_AT_ONCE ? cap : 1) : 0;
   const needed = tests.reduce((sum, id) => sum + (OPENS[id]?.sessions ?? 0), 0) + underCap;
   const jobs = tests.reduce((sum, id) => sum + (OPENS[id]?.jobs ?? 0), 0);
   const searches = tests.includes('sequences/random-histories');

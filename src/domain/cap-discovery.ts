@@ -24,6 +24,9 @@ interface CapHeld {
 }
 
 /** How long after a cap refused a team empty-handed it is asked again: a browser still being released by then was not released by its stop. */
+/** The most sessions a test opens at once to show a cap's slots (the hosted service's caps are lower). */
+export const MOST_AT_ONCE = 8;
+
 export const CAP_CONFIRM_MS = 30_000;
 
 /**

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { step } from '../checks/recorder';
+import type { Rate } from '../config/rates';
 import type { Settings } from '../config/settings';
 import type { Coordination } from '../coordination/coordination';
 import { marginMs } from '../coordination/schedule';
@@ -84,7 +85,7 @@ export async function burstExperiment({
     recover,
     ownLimit: () =>
       settings.accountCheck
-        ? step(`whether the ${team.name}'s stated limit is its own: a request right after another team's as many`, () =>
+        ? step(`whether the ${team.name}'s limit is its own: a request right after another team's as many`, () =>
             ownLimit(api, team, rooms(), burst.answers, sentIn),
           )
         : undefined,
@@ -92,29 +93,23 @@ export async function burstExperiment({
 }
 
 /**
- * Once the team's own requests have left its window, another team whose plan has room sends as
- * many as the team's stated limit, then the team one: a limit of its own still has room for it, one
- * that counts the other team's requests does not. Undefined when the other team met its own limit.
+ * Once none of the team's own requests is left in its window, another team whose plan has room
+ * sends as many as the team's limit, then the team one: a limit of its own has room for it, one that
+ * counts the other team's requests does not. Undefined when the other team met its own limit.
  */
-export async function askAfterAnotherTeam(
-  api: Client,
-  team: Identity,
-  other: Identity,
-  stated: StatedLimit,
-  sentIn: (from: number, to: number) => number,
-): Promise<{ answer: Answer; crowd: number } | undefined> {
-  const span = stated.windowMs + marginMs(stated.windowMs);
-  while (sentIn(performance.now() - span, performance.now() + 1) >= stated.limit / 2)
-    await sleep(Math.min(1000, stated.windowMs / 4), undefined, { signal: api.signal });
-  const crowd = await Promise.all(Array.from({ length: stated.limit }, () => api.stop(randomUUID(), other, { on429: 'once', attach: false, pooled: true })));
+async function askAfterAnotherTeam(api: Client, team: Identity, other: Identity, limit: StatedLimit, sentIn: (from: number, to: number) => number) {
+  const span = limit.windowMs + marginMs(limit.windowMs);
+  while (sentIn(performance.now() - span, performance.now() + 1) > 0) await sleep(Math.min(1000, limit.windowMs / 4), undefined, { signal: api.signal });
+  const crowd = await Promise.all(Array.from({ length: limit.limit }, () => api.stop(randomUUID(), other, { on429: 'once', attach: false, pooled: true })));
   if (crowd.some((answer) => answer.status === 429)) return undefined;
   return { answer: await api.stop(randomUUID(), team, { on429: 'once' }), crowd: crowd.length };
 }
 
 /**
- * What shows whether the team's limit is its own, where its refusals state it: the burst's first
- * refusal, and a request asked right after another team's (the one with most room, an unknown room
- * taken as 100), each with how many requests the team had sent in the window it was decided in.
+ * What shows whether the team's limit is its own: where its refusals state it, the burst's first
+ * refusal, which must come once the team has sent half of it; and where the limit is stated or learnt
+ * (`learnt`), a request asked right after another team's (the one with most room, an unknown room
+ * taken as 100), which an empty window of its own must admit.
  */
 export async function ownLimit(
   api: Client,
@@ -122,18 +117,23 @@ export async function ownLimit(
   others: { as: Identity; room?: number }[],
   answers: Answer[],
   sentIn: (from: number, to: number) => number,
+  learnt?: Rate,
 ): Promise<OwnLimit | undefined> {
   const stated = statedRate(answers);
-  const first = answers.filter((answer) => answer.status === 429).sort((a, b) => a.sentAt - b.sentAt)[0];
-  if (!stated || !first) return undefined;
-  const span = stated.windowMs + marginMs(stated.windowMs);
+  const limit =
+    stated ?? (learnt && { limit: learnt.limit, windowMs: learnt.windowMs, words: `${learnt.limit} per ${learnt.windowMs / 1000} s, ${learnt.from}` });
+  if (!limit) return undefined;
+  const span = limit.windowMs + marginMs(limit.windowMs);
   const sentBefore = (answer: Answer) => sentIn(answer.sentAt - span, answer.receivedAt);
-  const asked: OwnLimit['asked'] = [{ answer: first, sent: sentBefore(first) }];
+  const first = answers.filter((answer) => answer.status === 429).sort((a, b) => a.sentAt - b.sentAt)[0];
+  const asked: OwnLimit['asked'] = stated && first ? [{ answer: first, sent: sentBefore(first), least: stated.limit / 2 }] : [];
   const other = others
     .map(({ as, room }) => ({ as, room: room ?? 100 }))
-    .filter(({ room }) => room > stated.limit)
+    .filter(({ room }) => room > limit.limit)
     .sort((a, b) => b.room - a.room)[0];
-  const probe = other && (await askAfterAnotherTeam(api, team, other.as, stated, sentIn));
-  if (probe) asked.push({ answer: probe.answer, sent: sentBefore(probe.answer), after: `, right after the ${other.as.name}'s ${probe.crowd} requests` });
-  return { stated, asked };
+  const probe = other && (await askAfterAnotherTeam(api, team, other.as, limit, sentIn));
+  // Itself and nothing else of the team in its window: no limit of its own refuses that.
+  if (probe)
+    asked.push({ answer: probe.answer, sent: sentBefore(probe.answer), least: 2, after: `, right after the ${other.as.name}'s ${probe.crowd} requests` });
+  return { limit, asked };
 }

@@ -269,7 +269,7 @@ export class Sessions {
     // Of interacts sent at once on a stopped job, the first to answer 200 writes the session it opened; the others used it.
     const opened = answer.status === 200 && reopens && ledger.endedHere(api.target.baseURL, jobId, owner.name);
     if (!opened) giveBack?.();
-    if (answer.status === 429 && opening.cap !== undefined) this.roomOf(owner).slots.learn(opening.cap);
+    if (answer.status === 429 && opening.cap !== undefined) this.roomOf(owner).slots.learn(opening.cap, answer.refusal?.cap);
     if (opened) {
       ledger.created({ target: api.target.baseURL, embedded: api.target.embedded, jobId, identity: owner.name, test: testId });
       countSession();
@@ -307,20 +307,47 @@ export class Sessions {
     return sleep(Math.max(0, ms - (performance.now() - session.created.receivedAt)), undefined, { signal: this.options.signal });
   }
 
+  /** The owner's cap on live sessions as stated up front or in the target's words, not inferred. */
+  statedCap(): number | undefined {
+    return this.roomOf(this.owner).slots.statedCap();
+  }
+
+  /**
+   * One session on each of `count` new jobs, the jobs scraped first (a cap on jobs counts a scrape
+   * in progress), then the interacts at once. A cap's refusal is asked again for `confirmMs` (a stop
+   * may release its slot late). The last answer of each.
+   */
+  async openEvery(count: number, confirmMs: number): Promise<Answer[]> {
+    const jobs = await Promise.all(Array.from({ length: count }, () => this.scrape(true, false, this.owner)));
+    const until = performance.now() + confirmMs;
+    const open = async (jobId: string): Promise<Answer> => {
+      const [answer] = (await this.openAtOnce(1, { once: true, jobId })).opens;
+      if (answer.status !== 429 || performance.now() > until) return answer;
+      await sleep(1000, undefined, { signal: this.options.signal });
+      return open(jobId);
+    };
+    return Promise.all(jobs.map(({ jobId }) => open(jobId)));
+  }
+
   /**
    * `count` interacts that would open a session on a new job, sent at once as the owner: the job is
    * in the ledger first, so that the teardown stops whatever they opened. Every one 404 (the job
    * not written yet) is tried again, as provisioning does.
    */
-  async openAtOnce(count: number, { as, once }: { as?: Identity; once?: boolean } = {}): Promise<{ jobId: string; opens: Answer[] }> {
+  async openAtOnce(
+    count: number,
+    { as, once, jobId: scraped }: { as?: Identity; once?: boolean; jobId?: string } = {},
+  ): Promise<{ jobId: string; opens: Answer[] }> {
     const { api } = this.options;
     const owner = as ?? this.owner;
     if (this.roomOf(owner).taken <= this.liveOf(owner)) await this.reserve(this.liveOf(owner) + 1, owner);
     const giveBackSession = this.takeFromBudget();
-    const { jobId } = await this.scrape(true, false, owner).catch((error) => {
-      giveBackSession();
-      throw error;
-    });
+    const { jobId } = scraped
+      ? { jobId: scraped }
+      : await this.scrape(true, false, owner).catch((error) => {
+          giveBackSession();
+          throw error;
+        });
     let opens: Answer[];
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
       opens = await Promise.all(
@@ -458,7 +485,7 @@ export class Sessions {
       countProvisioningRetry();
       await sleep(wait, undefined, { signal: this.options.signal });
     }
-    if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening.cap!), { jobId, scrape });
+    if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening.cap!, interact.refusal?.cap), { jobId, scrape });
     if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);

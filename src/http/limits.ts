@@ -18,6 +18,8 @@ export interface Refusal {
   remaining?: number;
   /** "Limit (req/min): N", "limit of N requests per minute": the team's limit and its window, named together. */
   limit?: { limit: number; windowMs: number };
+  /** A cap's words with its number: "maximum number of concurrent jobs (3)", "at most 2 browser sessions". */
+  cap?: number;
 }
 
 const CAP_WORDS = /concurren|maximum number of (\w+ )?(jobs|sessions)|sessions? (limit|cap)|sessions at once|too many (active|live|open|running) /i;
@@ -28,12 +30,20 @@ const RATE_WORDS = new RegExp(`rate.?limit|${WINDOW.source}|requests? per (secon
 /** A limit named with its window: "Limit (req/min): 20", or "limit of 10 requests per second". */
 const LIMIT_AFTER_WINDOW = new RegExp(`\\blimit\\s*\\(\\s*req(?:uests)?\\s*/\\s*(\\d*)\\s*${UNIT}\\s*\\)\\s*:\\s*(\\d+)`, 'i');
 const LIMIT_BEFORE_WINDOW = new RegExp(`\\blimit\\s*(?::|of|is|=)\\s*(\\d+)\\s*(?:req(?:uests)?)?\\s*(?:/|per)\\s*(\\d*)\\s*${UNIT}\\b`, 'i');
+/** "Rate limit exceeded: 20 stop/interact requests per minute": a count of requests per window right after the words of a limit. */
+const LIMIT_COUNTED = new RegExp(
+  `\\b(?:limit|exceeded)\\b[^.\\d]{0,20}?(\\d+)\\s+(?:[\\w/-]+\\s+){0,3}?req(?:uest)?s?\\s*(?:/|per)\\s*(\\d*)\\s*${UNIT}\\b`,
+  'i',
+);
 const windowOf = (count: string, unit: string) => Number(count || 1) * UNIT_MS[unit.toLowerCase()];
 
 export function readRefusal(text: string, headers: Record<string, string>): Refusal {
   const refusal: Refusal = {};
-  if (CAP_WORDS.test(text)) refusal.kind = 'cap';
-  else if (RATE_WORDS.test(text)) refusal.kind = 'rate';
+  if (CAP_WORDS.test(text)) {
+    refusal.kind = 'cap';
+    const stated = /\((\d+)\)|\bat most (\d+)\b/i.exec(text);
+    if (stated) refusal.cap = Number(stated[1] ?? stated[2]);
+  } else if (RATE_WORDS.test(text)) refusal.kind = 'rate';
   const window = WINDOW.exec(text) ?? /requests? per (\d*)\s*(second|minute|hour)/i.exec(text);
   if (window) refusal.windowMs = windowOf(window[1], window[2]);
   const reset = retryAfterMs(headers['retry-after']) ?? secondsIn(/retry (?:after|in) (\d+(?:\.\d+)?)\s*s/i.exec(text));
@@ -44,8 +54,10 @@ export function readRefusal(text: string, headers: Record<string, string>): Refu
   if (remaining) refusal.remaining = Number(remaining[1]);
   const after = LIMIT_AFTER_WINDOW.exec(text);
   const before = LIMIT_BEFORE_WINDOW.exec(text);
+  const counted = LIMIT_COUNTED.exec(text);
   if (after) refusal.limit = { limit: Number(after[3]), windowMs: windowOf(after[1], after[2]) };
   else if (before) refusal.limit = { limit: Number(before[1]), windowMs: windowOf(before[2], before[3]) };
+  else if (counted) refusal.limit = { limit: Number(counted[1]), windowMs: windowOf(counted[2], counted[3]) };
   return refusal;
 }
 
