@@ -14,7 +14,7 @@ import { type Outcome, outcomeOf } from '../src/report/verdict';
 import { planOf } from '../src/reproduction/plan';
 import { productionVariants } from './production';
 import { tempDir } from './temp';
-import { variants as catalogue, type Variant } from './variants';
+import { capsSessions, variants as catalogue, type Variant } from './variants';
 
 export interface TestOutcome {
   id: TestId;
@@ -282,7 +282,7 @@ function recordedMs(file: string): number {
  * Runs every reproduction the variants' failed tests left against a fresh server of the variant
  * (it must show the fault again: exit 1) and against a correct target (it must not: exit 0): the
  * reference, or for a variant with a known-deviations file, the correct variant declared by the
- * same file. A few at a time.
+ * same file, or for one its runs are told a cap of, the reference under that cap. A few at a time.
  */
 async function replayReproductions(output: string, variants: Variant[], results: VariantResult[], reproductions: 'all' | 'quickest'): Promise<void> {
   const correctWith = (file?: string) => [...productionVariants, ...catalogue].find((v) => !v.breaks && !v.declaredReasons && v.knownDeviations === file);
@@ -316,7 +316,10 @@ async function replayReproductions(output: string, variants: Variant[], results:
       const { index, file, test } = chosen[next++];
       // Fresh servers: the run may have left the variant's limiter or sessions in a state of its fault, and each replay reads its own account.
       const fresh = await createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...variants[index].options });
-      const quiet = await createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...correctWith(variants[index].knownDeviations)?.options });
+      // A variant its runs are told a cap of is quiet under that cap, kept.
+      const { knownDeviations, sessionCap } = variants[index];
+      const correct = sessionCap !== undefined && !knownDeviations ? capsSessions(sessionCap, true) : correctWith(knownDeviations)?.options;
+      const quiet = await createReferenceServer({ rateLimit: MATRIX_RATE_LIMIT, ...correct });
       const replayStarted = performance.now();
       const [onVariant, onReference] = await Promise.all([replayOn(file, fresh.url), replayOn(file, quiet.url)]);
       const ms = performance.now() - replayStarted;

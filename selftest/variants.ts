@@ -736,6 +736,21 @@ export const faultyVariants: Variant[] = [
     }),
   },
   {
+    name: 'cap-counts-late',
+    breaks: 'stop-is-final',
+    sessionCap: 3,
+    description:
+      'caps each team at three live sessions (SESSION_CAP=3) but counts a session only 200 ms after it opened (its browser booting): interacts sent at once on new jobs all open',
+    options: behaviour((base, state) => ({
+      interact: (team, jobId, body) => {
+        const counted = [...state.sessions.values()].filter((session) => session.teamId === team.id && state.clock() - session.startedAt >= 200).length;
+        if (counted >= 3 && !state.sessions.has(jobId) && state.jobs.get(jobId)?.teamId === team.id)
+          return base.error(429, 'Concurrency limit exceeded: at most 3 browser sessions at once.', {});
+        return base.interact(team, jobId, body);
+      },
+    })),
+  },
+  {
     name: 'stop-keeps-cap-slot',
     breaks: 'stop-is-final',
     description:

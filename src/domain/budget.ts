@@ -44,9 +44,9 @@ const priceOf = (settings: Pick<Settings, 'declaredBilling'>, ms: number) =>
 
 export function predict(settings: Settings): Prediction {
   const tests = chosenTests(settings);
-  // Under a cap stated up front, simultaneous-opens opens as many sessions as it allows to show the team's slots are free.
+  // Under a cap stated up front, simultaneous-opens opens one more session than it allows: the slots are free, and the cap is kept.
   const cap = settings.sessionCap;
-  const underCap = cap !== undefined && tests.includes('stop-is-final/simultaneous-opens') ? (cap <= MOST_AT_ONCE ? cap : 1) : 0;
+  const underCap = cap !== undefined && tests.includes('stop-is-final/simultaneous-opens') ? (cap < MOST_AT_ONCE ? cap + 1 : 1) : 0;
   const needed = tests.reduce((sum, id) => sum + (OPENS[id]?.sessions ?? 0), 0) + underCap;
   const jobs = tests.reduce((sum, id) => sum + (OPENS[id]?.jobs ?? 0), 0);
   const searches = tests.includes('sequences/random-histories');

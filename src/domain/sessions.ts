@@ -314,19 +314,19 @@ export class Sessions {
 
   /**
    * One session on each of `count` new jobs, the jobs scraped first (a cap on jobs counts a scrape
-   * in progress), then the interacts at once. A cap's refusal is asked again for `confirmMs` (a stop
-   * may release its slot late). The last answer of each.
+   * in progress), then the interacts at once. Those a cap refused are asked again each second for
+   * `confirmMs` while fewer than `enough` opened (a stop may release its slot late). The last answers.
    */
-  async openEvery(count: number, confirmMs: number): Promise<Answer[]> {
+  async openEvery(count: number, enough: number, confirmMs: number): Promise<Answer[]> {
     const jobs = await Promise.all(Array.from({ length: count }, () => this.scrape(true, false, this.owner)));
+    const open = async (jobId: string) => (await this.openAtOnce(1, { once: true, jobId })).opens[0];
+    const answers = await Promise.all(jobs.map(({ jobId }) => open(jobId)));
     const until = performance.now() + confirmMs;
-    const open = async (jobId: string): Promise<Answer> => {
-      const [answer] = (await this.openAtOnce(1, { once: true, jobId })).opens;
-      if (answer.status !== 429 || performance.now() > until) return answer;
+    while (answers.filter((answer) => answer.status === 200).length < enough && answers.some((answer) => answer.status === 429) && performance.now() < until) {
       await sleep(1000, undefined, { signal: this.options.signal });
-      return open(jobId);
-    };
-    return Promise.all(jobs.map(({ jobId }) => open(jobId)));
+      await Promise.all(answers.map(async (answer, i) => answer.status === 429 && (answers[i] = await open(jobs[i].jobId))));
+    }
+    return answers;
   }
 
   /**

@@ -45,12 +45,14 @@ test(
         type: 'note',
         description: 'no cap on live sessions is known: a slot a session opened beside the first still held would not show',
       });
-    // Every slot of a cap the target states free again (a session nobody can stop holds one). An inferred cap may be too high, and a
-    // cap above MOST_AT_ONCE too costly to fill: one session.
+    // A cap the target states (up front, or in its refusals' words): every slot free again (a session nobody can stop holds one), and
+    // one more at once refused. An inferred cap may be too high, and one above MOST_AT_ONCE too costly to fill: one session.
     const stated = sessions.statedCap();
-    const room = stated !== undefined && stated <= MOST_AT_ONCE ? stated : 1;
-    const opened = await test.step(`the owner opens ${room} session(s) at once, each on a new job`, () => sessions.openEvery(room, CAP_CONFIRM_MS));
-    await check('room-left', judge.roomLeft(opened, cap, count));
+    const room = stated !== undefined && stated < MOST_AT_ONCE ? stated : undefined;
+    const opened = await test.step(`the owner opens ${room === undefined ? 1 : room + 1} session(s) at once, each on a new job`, () =>
+      sessions.openEvery(room === undefined ? 1 : room + 1, room ?? 1, CAP_CONFIRM_MS));
+    await check('room-left', judge.roomLeft(opened, room ?? 1, count));
+    if (room !== undefined) await check('cap-kept', judge.capKept(opened, room));
   },
 );
 
