@@ -67,6 +67,8 @@ test(
       `${histories} histories, ${steps} steps, ${explored.reduce((sum, exploration) => sum + exploration.requests, 0)} requests to stop and interact in ${((performance.now() - started) / 1000).toFixed(1)} s` +
       ` (${waitsOf(pacer)}), ${Math.max(0, share - 2) - allowance.left} of its ${Math.max(0, share - 2)} session(s); systematic phase: ${systematic.covered}`;
     testInfo.annotations.push({ type: 'note', description: `searched ${searched}` });
+    // Nothing searched (its time or its sessions ran out before a first history, at a slow plan's pace): no verdict.
+    if (!histories) notVerifiable(`no history fit in the rule's time and sessions at this target's pace: searched ${searched}; raise SEQUENCE_SECONDS`);
     const failed = explored.find((exploration) => exploration.failure);
     // The shrunk history is in the failure's message too, shown whole under the test's line.
     if (failed) await testInfo.attach('shrunk history', { body: failed.counterexample!, contentType: 'text/plain' });
