@@ -27,3 +27,10 @@ export function takeSession(reportsDir: string, targetKey: string, budget: numbe
 export function giveBack(ticket: string): void {
   rmSync(ticket, { force: true });
 }
+
+/** How many sessions of the budget are left. */
+export function sessionsLeft(reportsDir: string, targetKey: string, budget: number, shared?: string): number {
+  const folder = shared ? path.join(shared, targetKey) : folderOf(reportsDir, targetKey);
+  mkdirSync(folder, { recursive: true });
+  return Math.max(0, budget - readdirSync(folder).length);
+}

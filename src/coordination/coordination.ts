@@ -11,7 +11,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LIMITERS, type Limiter, type Rate } from '../config/rates';
 import { BackoffQueue } from './backoff-queue';
-import { takeSession } from './budget';
+import { sessionsLeft, takeSession } from './budget';
 import { recentRatePerMinute, writeSpend } from './cost';
 import { QuietSpell } from './quiet-spell';
 import { channel } from './run-folder';
@@ -55,6 +55,11 @@ export class Coordination {
   /** A team's live sessions under its cap (SESSION_CAP, or the one learnt). */
   sessionSlots(team: string, statedCap?: number): SessionSlots {
     return new SessionSlots(this.reportsDir, this.baseURL, team, statedCap);
+  }
+
+  /** How many sessions of the run's budget on this target are left. */
+  sessionsLeft(budget: number, shared?: string): number {
+    return sessionsLeft(this.reportsDir, this.targetKey(), budget, shared);
   }
 
   /** One session of the run's budget on this target, if any is left: the ticket to give it back with (budget.ts). */

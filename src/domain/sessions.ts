@@ -307,6 +307,12 @@ export class Sessions {
     return sleep(Math.max(0, ms - (performance.now() - session.created.receivedAt)), undefined, { signal: this.options.signal });
   }
 
+  /** How many sessions of the run's budget are left, every worker's together. */
+  budgetLeft(): number {
+    const { settings, budget = { sessions: settings.sessionBudget, needed: 0 } } = this.options;
+    return this.options.api.coordination?.sessionsLeft(budget.sessions, settings.budgetFolder) ?? 0;
+  }
+
   /** The owner's cap on live sessions as stated up front or in the target's words, not inferred. */
   statedCap(): number | undefined {
     return this.roomOf(this.owner).slots.statedCap();
