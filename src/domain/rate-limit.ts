@@ -93,13 +93,20 @@ export async function burstExperiment({
 }
 
 /**
- * Once none of the team's own requests is left in its window, another team whose plan has room
- * sends as many as the team's limit, then the team one: a limit of its own has room for it, one that
- * counts the other team's requests does not. Undefined when the other team met its own limit.
+ * Once fewer than `least` of the team's own requests are left in its window, another team whose plan
+ * has room sends as many as the team's limit, then the team one: a limit of its own has room for it,
+ * one that counts the other team's requests does not. Undefined when the other team met its own limit.
  */
-async function askAfterAnotherTeam(api: Client, team: Identity, other: Identity, limit: StatedLimit, sentIn: (from: number, to: number) => number) {
+async function askAfterAnotherTeam(
+  api: Client,
+  team: Identity,
+  other: Identity,
+  limit: StatedLimit,
+  least: number,
+  sentIn: (from: number, to: number) => number,
+) {
   const span = limit.windowMs + marginMs(limit.windowMs);
-  while (sentIn(performance.now() - span, performance.now() + 1) > 0) await sleep(Math.min(1000, limit.windowMs / 4), undefined, { signal: api.signal });
+  while (sentIn(performance.now() - span, performance.now() + 1) >= least) await sleep(Math.min(1000, limit.windowMs / 4), undefined, { signal: api.signal });
   const crowd = await Promise.all(Array.from({ length: limit.limit }, () => api.stop(randomUUID(), other, { on429: 'once', attach: false, pooled: true })));
   if (crowd.some((answer) => answer.status === 429)) return undefined;
   return { answer: await api.stop(randomUUID(), team, { on429: 'once' }), crowd: crowd.length };
@@ -109,7 +116,7 @@ async function askAfterAnotherTeam(api: Client, team: Identity, other: Identity,
  * What shows whether the team's limit is its own: where its refusals state it, the burst's first
  * refusal, which must come once the team has sent half of it; and where the limit is stated or learnt
  * (`learnt`), a request asked right after another team's (the one with most room, an unknown room
- * taken as 100), which an empty window of its own must admit.
+ * taken as 100), which its own window must admit: under half a stated limit, or empty under a learnt one.
  */
 export async function ownLimit(
   api: Client,
@@ -131,9 +138,15 @@ export async function ownLimit(
     .map(({ as, room }) => ({ as, room: room ?? 100 }))
     .filter(({ room }) => room > limit.limit)
     .sort((a, b) => b.room - a.room)[0];
-  const probe = other && (await askAfterAnotherTeam(api, team, other.as, limit, sentIn));
-  // Itself and nothing else of the team in its window: no limit of its own refuses that.
+  // Under a stated limit, fewer than half of it in the team's window; under a learnt one (perhaps too high), nothing but itself.
+  const least = stated ? stated.limit / 2 : 1;
+  const probe = other && (await askAfterAnotherTeam(api, team, other.as, limit, least, sentIn));
   if (probe)
-    asked.push({ answer: probe.answer, sent: sentBefore(probe.answer), least: 2, after: `, right after the ${other.as.name}'s ${probe.crowd} requests` });
+    asked.push({
+      answer: probe.answer,
+      sent: sentBefore(probe.answer),
+      least: least + 1,
+      after: `, right after the ${other.as.name}'s ${probe.crowd} requests`,
+    });
   return { limit, asked };
 }
