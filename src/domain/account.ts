@@ -221,12 +221,6 @@ export async function measureScrapePrice(api: Client, owner: Identity, scrape: (
   return moved && round(moved.before - moved.after);
 }
 
-/** Whether the run has read the owner's account on this target. */
-export function readsAccount(api: Client, settings: AccountSettings): boolean {
-  const opening = settings.accountCheck && api.coordination ? readOpening(api.coordination) : undefined;
-  return opening !== undefined && !('unavailable' in opening);
-}
-
 /**
  * Whether the run may need the account to price a stop: its counter can be read (or has not been
  * yet), and stops have not shown that they state their prices. The embedded reference states them:

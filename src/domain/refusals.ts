@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Check } from '../checks/checks';
 import { note, step } from '../checks/recorder';
 import type { Settings } from '../config/settings';
-import { accountPrices, CREDIT_USAGE_PATH, readsAccount, stopPriced } from './account';
+import { accountPrices, stopPriced } from './account';
 import type { Answer } from './answer';
 import { boundsOf, clockStepMs } from './billing';
 import type { Client } from './client';
@@ -81,9 +81,7 @@ export async function refuseThenOwnerStops(
     ? undefined
     : await step(`${refuser.name} asks again, on a connection that has just carried the owner's valid request`, async () => {
         const ownersConnection = api.connection();
-        // A read of the owner's account where the target answers it: it spares the owner's limit on stops and interacts.
-        if (readsAccount(api, settings)) await api.send({ method: 'GET', path: CREDIT_USAGE_PATH, as: owner, connection: ownersConnection });
-        else await api.stop(randomUUID(), owner, { connection: ownersConnection });
+        await api.stop(randomUUID(), owner, { connection: ownersConnection });
         const answer = await api.stop(session.jobId, refuser, { connection: ownersConnection });
         api.release(ownersConnection);
         return answer;
