@@ -52,6 +52,11 @@ export class Coordination {
     return LIMITERS.reduce((sum, limiter) => sum + this.schedule(team, limiter).sentBetween(from, to), 0);
   }
 
+  /** When (epoch ms) the run first sent a request as the team; the run's log holds nothing before. */
+  firstSentBy(team: string): number {
+    return Math.min(...LIMITERS.map((limiter) => this.schedule(team, limiter).firstSent() ?? Infinity));
+  }
+
   /** A team's live sessions under its cap (SESSION_CAP, or the one learnt). */
   sessionSlots(team: string, statedCap?: number): SessionSlots {
     return new SessionSlots(this.reportsDir, this.baseURL, team, statedCap);

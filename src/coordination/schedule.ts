@@ -210,7 +210,13 @@ export class Schedule {
     return rate;
   }
 
-  /** Requests sent in [from, to), refused or not: all a limiter could have counted. */
+  /** When (epoch ms) the run first sent a request under this limiter. */
+  firstSent(): number | undefined {
+    const sent = this.entries('S');
+    return sent.length ? Math.min(...sent) : undefined;
+  }
+
+  /** Places taken in [from, to): requests sent, and a few held past their place and never sent. */
   sentBetween(from: number, to: number): number {
     return this.entries('S').filter((at) => at >= from && at < to).length;
   }

@@ -6,8 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { step } from '../checks/recorder';
-import type { Rate } from '../config/rates';
+import { extendTimeout, step } from '../checks/recorder';
 import type { Settings } from '../config/settings';
 import type { Coordination } from '../coordination/coordination';
 import { marginMs } from '../coordination/schedule';
@@ -83,70 +82,51 @@ export async function burstExperiment({
     team,
     teamValues,
     recover,
-    ownLimit: () =>
-      settings.accountCheck
-        ? step(`whether the ${team.name}'s limit is its own: a request right after another team's as many`, () =>
-            ownLimit(api, team, rooms(), burst.answers, sentIn),
-          )
-        : undefined,
+    ownLimit: () => {
+      if (!settings.accountCheck) return undefined;
+      extendTimeout(settings.backoffBudgetMs);
+      const log = { sentIn, since: performance.now() - (Date.now() - coordination.firstSentBy(teamOf(team))) };
+      return step(`whether the ${team.name}'s limit is its own: a request right after another team's as many`, () =>
+        ownLimit(api, team, rooms(), burst.answers, log, settings.backoffBudgetMs),
+      );
+    },
   };
 }
 
 /**
- * Once fewer than `least` of the team's own requests are left in its window, another team whose plan
- * has room sends as many as the team's limit, then the team one: a limit of its own has room for it,
- * one that counts the other team's requests does not. Undefined when the other team met its own limit.
- */
-async function askAfterAnotherTeam(
-  api: Client,
-  team: Identity,
-  other: Identity,
-  limit: StatedLimit,
-  least: number,
-  sentIn: (from: number, to: number) => number,
-) {
-  const span = limit.windowMs + marginMs(limit.windowMs);
-  while (sentIn(performance.now() - span, performance.now() + 1) >= least) await sleep(Math.min(1000, limit.windowMs / 4), undefined, { signal: api.signal });
-  const crowd = await Promise.all(Array.from({ length: limit.limit }, () => api.stop(randomUUID(), other, { on429: 'once', attach: false, pooled: true })));
-  if (crowd.some((answer) => answer.status === 429)) return undefined;
-  return { answer: await api.stop(randomUUID(), team, { on429: 'once' }), crowd: crowd.length };
-}
-
-/**
- * What shows whether the team's limit is its own: where its refusals state it, the burst's first
- * refusal, which must come once the team has sent half of it; and where the limit is stated or learnt
- * (`learnt`), a request asked right after another team's (the one with most room, an unknown room
- * taken as 100), which its own window must admit: under half a stated limit, or empty under a learnt one.
+ * Whether the burst team's limit is its own, where its refusals state it (`L` per window `W`): once
+ * fewer than L/2 of its requests are left in the last 2W (a sliding-window counter weighs the window
+ * before too) and the run's log covers them (an earlier run's requests are not in it), another team
+ * whose plan has room (the one with most, an unknown room taken as 100) sends L stops of no job, then
+ * the burst team one, which a limit of its own admits. Waits at most `boundMs`; says why it did not ask.
  */
 export async function ownLimit(
   api: Client,
   team: Identity,
   others: { as: Identity; room?: number }[],
   answers: Answer[],
-  sentIn: (from: number, to: number) => number,
-  learnt?: Rate,
+  log: { sentIn: (from: number, to: number) => number; since: number },
+  boundMs: number,
 ): Promise<OwnLimit | undefined> {
-  const stated = statedRate(answers);
-  const limit =
-    stated ?? (learnt && { limit: learnt.limit, windowMs: learnt.windowMs, words: `${learnt.limit} per ${learnt.windowMs / 1000} s, ${learnt.from}` });
+  const limit = statedRate(answers);
   if (!limit) return undefined;
-  const span = limit.windowMs + marginMs(limit.windowMs);
-  const sentBefore = (answer: Answer) => sentIn(answer.sentAt - span, answer.receivedAt);
-  const first = answers.filter((answer) => answer.status === 429).sort((a, b) => a.sentAt - b.sentAt)[0];
-  const asked: OwnLimit['asked'] = stated && first ? [{ answer: first, sent: sentBefore(first), least: stated.limit / 2 }] : [];
   const other = others
     .map(({ as, room }) => ({ as, room: room ?? 100 }))
     .filter(({ room }) => room > limit.limit)
     .sort((a, b) => b.room - a.room)[0];
-  // Under a stated limit, fewer than half of it in the team's window; under a learnt one (perhaps too high), nothing but itself.
-  const least = stated ? stated.limit / 2 : 1;
-  const probe = other && (await askAfterAnotherTeam(api, team, other.as, limit, least, sentIn));
-  if (probe)
-    asked.push({
-      answer: probe.answer,
-      sent: sentBefore(probe.answer),
-      least: least + 1,
-      after: `, right after the ${other.as.name}'s ${probe.crowd} requests`,
-    });
-  return { limit, asked };
+  if (!other) return { limit, asked: [], untold: `no other team had room for ${limit.limit} requests` };
+  const span = 2 * limit.windowMs + marginMs(limit.windowMs);
+  const least = limit.limit / 2;
+  const until = performance.now() + boundMs;
+  const mine = () => log.sentIn(performance.now() - span, performance.now() + 1);
+  while (mine() >= least || performance.now() - span < log.since) {
+    if (performance.now() > until) return { limit, asked: [], untold: `its own requests did not leave its window within BACKOFF_BUDGET_MS (${boundMs} ms)` };
+    await sleep(Math.min(1000, limit.windowMs / 4), undefined, { signal: api.signal });
+  }
+  const crowd = await Promise.all(Array.from({ length: limit.limit }, () => api.stop(randomUUID(), other.as, { on429: 'once', attach: false, pooled: true })));
+  if (crowd.some((answer) => answer.status === 429))
+    return { limit, asked: [], untold: `the ${other.as.name} met a limit of its own in ${limit.limit} requests` };
+  const answer = await api.stop(randomUUID(), team, { on429: 'once' });
+  const sent = log.sentIn(answer.sentAt - span, answer.receivedAt);
+  return { limit, asked: [{ answer, sent, least: least + 1, after: `, right after the ${other.as.name}'s ${crowd.length} requests` }] };
 }

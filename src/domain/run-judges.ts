@@ -76,10 +76,11 @@ export interface StatedLimit {
   words: string;
 }
 
-/** The burst team's limit (stated, or learnt), and requests of its, each with how many the team had sent in the window it was decided in and the fewest a refusal of it needs. */
+/** The burst team's stated limit, and a request of its asked with fewer than `least` of its own in its window; or why none was asked. */
 export interface OwnLimit {
   limit: StatedLimit;
   asked: { answer: Answer; sent: number; least: number; after?: string }[];
+  untold?: string;
 }
 
 /** The lowest limit the burst's refusals state in words, with the window named with it. */

@@ -40,13 +40,18 @@ test(
     const ownStops = stops.map(({ answer, session }) => ({ answer, created: session.created, jobId: session.jobId }));
     await check('throttled-reveals-nothing', judge.throttledRevealsNothing(ownStops, team.name, burst.teamValues));
     await check('recovers', judge.status(await burst.recover(), 404, `the limiter must recover within BACKOFF_BUDGET_MS=${settings.backoffBudgetMs}`));
-    await check('teams-isolated', judge.teamsIsolated(team.name, burst.others, await burst.ownLimit()));
     const throttled = stops.find((stop) => stop.answer.status === 429);
-    if (!throttled)
+    // Stopped before the team's own limit is asked about: its window may take minutes to clear.
+    const stop =
+      throttled && (await test.step(`the ${team.name} stops the session the burst throttled`, () => stopPriced(api, throttled.session.jobId, team, settings)));
+    const own = await burst.ownLimit();
+    if (own?.untold)
+      testInfo.annotations.push({ type: 'note', description: `teams-isolated: the ${team.name} was not asked after another team: ${own.untold}` });
+    await check('teams-isolated', judge.teamsIsolated(team.name, burst.others, own));
+    if (!throttled || !stop)
       notVerifiable(
         `none of the ${team.name}'s ${stops.length} stops during the burst was throttled (each got through), so whether a throttled stop does nothing could not be checked`,
       );
-    const stop = await test.step(`the ${team.name} stops the session the burst throttled`, () => stopPriced(api, throttled.session.jobId, team, settings));
     await check('throttled-stop-did-nothing', judge.survived(stop, throttled.session.created, throttled.answer, boundsOf(settings)));
   },
 );
