@@ -14,7 +14,7 @@ import { epochOf } from '../http/exchange';
 import { otherTeams, sendBurst } from './burst';
 import type { Answer, Client } from './client';
 import { holdBeforeMs } from './refusals';
-import { type OwnLimit, type StatedLimit, statedRate } from './run-judges';
+import { type OwnLimit, statedRate } from './run-judges';
 import type { Sessions } from './sessions';
 import type { Identities, Identity } from './target';
 
