@@ -15,7 +15,10 @@ const FIRECRAWL_RATE =
 
 test("the hosted service's words: a rate's refusal with its window, its wait and its count; a cap's", () => {
   assert.deepEqual(readRefusal(FIRECRAWL_RATE, {}), { kind: 'rate', windowMs: 60_000, resetMs: 13_000, consumed: 11, remaining: 0 });
-  assert.deepEqual(readRefusal('You have reached the maximum number of concurrent jobs (2). Please wait for existing jobs to complete.', {}), { kind: 'cap', cap: 2 });
+  assert.deepEqual(readRefusal('You have reached the maximum number of concurrent jobs (2). Please wait for existing jobs to complete.', {}), {
+    kind: 'cap',
+    cap: 2,
+  });
   assert.deepEqual(readRefusal('Concurrency limit exceeded: at most 2 browser sessions at once.', {}), { kind: 'cap', cap: 2 });
   assert.deepEqual(readRefusal('Too many browser sessions at once.', {}), { kind: 'cap' });
   // A window other than a minute, named the same way; Retry-After before the words.
