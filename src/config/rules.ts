@@ -182,6 +182,8 @@ export const OPENS: Partial<Record<TestId, { sessions: number; jobs?: number }>>
   // The session the opens leave; under a known cap as many as it allows show they left the team's slots free (budget.ts counts them where the cap is stated).
   'stop-is-final/simultaneous-opens': { sessions: 1 },
   'json-answers/forbidden': { sessions: 1 },
+  // Where the answers cannot explain the account: one session alone, and one the foreign team refuses (account.ts).
+  'stop-is-final/account': { sessions: 2 },
 };
 
 /** The files of a rule's tests, its last file (tests that judge the whole run) after the rest. */
