@@ -94,9 +94,10 @@ export class Budget {
     private readonly pacer: Pacer,
   ) {}
 
-  /** Whether `requests` more are allowed and fit in the time left; never once the search was halted or its time is up. */
+  /** Whether `requests` more are allowed and fit in the time left (the first only while time is left); never once the search was halted or its time is up. */
   affords(requests: number): boolean {
-    if (performance.now() + this.pacer.expectedMs(requests) > this.until) this.outOfTime = true;
+    // The first is sent whatever the pace foretells (a busy machine, a slow plan): a search of nothing tells nothing.
+    if (performance.now() + (this.spent ? this.pacer.expectedMs(requests) : 0) > this.until) this.outOfTime = true;
     return !this.halted && !this.outOfTime && !this.outOfSessions && this.left >= requests;
   }
 
