@@ -320,17 +320,21 @@ export class Sessions {
 
   /**
    * One session on each of `count` new jobs, the jobs scraped first (a cap on jobs counts a scrape
-   * in progress), then the interacts at once. Those a cap refused are asked again each second for
-   * `confirmMs` while fewer than `enough` opened (a stop may release its slot late). The last answers.
+   * in progress), then the interacts at once. While fewer than `enough` opened, as many of those a cap
+   * refused are asked again, at growing intervals within `confirmMs` (a stop may release its slot late).
    */
   async openEvery(count: number, enough: number, confirmMs: number): Promise<Answer[]> {
     const jobs = await Promise.all(Array.from({ length: count }, () => this.scrape(true, false, this.owner)));
     const open = async (jobId: string) => (await this.openAtOnce(1, { once: true, jobId })).opens[0];
     const answers = await Promise.all(jobs.map(({ jobId }) => open(jobId)));
     const until = performance.now() + confirmMs;
-    while (answers.filter((answer) => answer.status === 200).length < enough && answers.some((answer) => answer.status === 429) && performance.now() < until) {
-      await sleep(1000, undefined, { signal: this.options.signal });
-      await Promise.all(answers.map(async (answer, i) => answer.status === 429 && (answers[i] = await open(jobs[i].jobId))));
+    // Only as many as are missing, each wait twice the last: a target slow to free a slot is not flooded with refusals.
+    for (let wait = 1000; performance.now() + wait < until; wait *= 2) {
+      const missing = enough - answers.filter((answer) => answer.status === 200).length;
+      const refused = answers.flatMap((answer, i) => (answer.status === 429 ? [i] : [])).slice(0, Math.max(0, missing));
+      if (!refused.length) break;
+      await sleep(wait, undefined, { signal: this.options.signal });
+      await Promise.all(refused.map(async (i) => (answers[i] = await open(jobs[i].jobId))));
     }
     return answers;
   }
