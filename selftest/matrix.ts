@@ -30,10 +30,10 @@ export interface VariantResult {
   caughtBy: RuleId[];
   tests: TestOutcome[];
   activeSessions: number;
-  verdict: 'ok' | 'MISSED' | 'FALSE ALARM' | 'WRONG RULE' | 'RUN ERROR';
+  verdict: 'ok' | 'MISSED' | 'FALSE ALARM' | 'WRONG RULE' | 'RUN ERROR' | 'UNDECIDED';
   /** Why a run is an error that no test reported: tests of its rules that did not run, or ran twice. */
   problem?: string;
-  /** Run a second time, alone: the first time its burst was too slow, or a test of its rule could not tell. */
+  /** Run a second time, alone: the first time its burst was too slow or missed, or a test of its rule could not tell. */
   rerun?: boolean;
   /** With `reproductions`: each reproduction the run left, and its exit code against the variant and against the reference. */
   reproduced?: { test: string; onVariant: number; onReference: number; output: string; ms: number }[];
@@ -123,7 +123,10 @@ function judge(variant: Variant, tests: TestOutcome[], caughtBy: RuleId[]): Vari
     const failed = tests.filter((test) => test.outcome === 'fail');
     return errors ? 'RUN ERROR' : !failed.length ? 'MISSED' : failed.every((test) => variant.declaredReasons!.test(test.message ?? '')) ? 'ok' : 'FALSE ALARM';
   }
-  if (!variant.breaks) return errors ? 'RUN ERROR' : caughtBy.length ? 'FALSE ALARM' : tests.length ? 'ok' : 'MISSED';
+  if (!variant.breaks) {
+    const undecided = variant.decides && tests.some((test) => test.outcome === 'not verifiable');
+    return errors ? 'RUN ERROR' : caughtBy.length ? 'FALSE ALARM' : undecided ? 'UNDECIDED' : tests.length ? 'ok' : 'MISSED';
+  }
   const caught = tests.some((test) => ruleOf(test.id) === variant.breaks && test.outcome === (variant.caughtAs ?? 'fail'));
   // A fault that only an order of operations shows must pass every other rule's own tests; those that judge the whole run (the account, leaks) see what the sequences did too.
   const byOwnTests = [...new Set(tests.filter((test) => test.outcome === 'fail' && !entryOf(test.id).runWide).map((test) => ruleOf(test.id)))];
@@ -151,7 +154,10 @@ export async function runMatrix(variants: Variant[], options: MatrixOptions = {}
   const tooSlow = run.results.filter(
     (r) =>
       (r.verdict === 'RUN ERROR' && r.tests.some((t) => t.outcome === 'error' && /below BURST_PROOF_RATE/.test(t.note ?? ''))) ||
-      (r.verdict === 'MISSED' && r.tests.some((t) => t.outcome === 'not verifiable' && ruleOf(t.id) === r.variant.breaks)),
+      (r.verdict === 'MISSED' && r.tests.some((t) => t.outcome === 'not verifiable' && ruleOf(t.id) === r.variant.breaks)) ||
+      // A burst's power is the runner's speed: a starved one sends too few at once for a limit's fault to show.
+      (r.verdict === 'MISSED' && r.variant.breaks === 'rate-limit') ||
+      r.verdict === 'UNDECIDED',
   );
   if (!tooSlow.length) return run;
   const again = await runMatrixOnce(

@@ -33,6 +33,8 @@ export interface Variant {
   sessionCap?: number;
   /** Its fault shows in one timing of requests and not another (a session ended 100 ms late): its reproductions are replayed with MATRIX=full only. */
   timingFault?: true;
+  /** A correct target whose every test must decide: none may end not verifiable. */
+  decides?: true;
   /** Its known-deviations file (from the kit's folder): the suite runs against it with that file. */
   knownDeviations?: string;
   /**
@@ -1173,6 +1175,28 @@ export const correctVariants: Variant[] = [
     name: 'slow-answers',
     description: 'delays every answer by 40 ms',
     options: behaviour((base) => ({ send: (res, reply) => void sleep(40).then(() => base.send(res, reply)) })),
+  },
+  {
+    name: 'stalls-a-stop-after-refusals',
+    description:
+      "delays by 3 s the answer of the first stop that settles a session another caller's stops were refused for three times (a stall on the way back)",
+    rules: ['foreign-team'],
+    decides: true,
+    options: behaviour((base) => {
+      const refused = new Map<string, number>();
+      const stalled = new WeakSet<object>();
+      let once = false;
+      return {
+        stop: (team, jobId) => {
+          const reply = base.stop(team, jobId);
+          const job = jobId.toLowerCase();
+          if (reply.status === 403) refused.set(job, (refused.get(job) ?? 0) + 1);
+          if (reply.status === 200 && !once && (refused.get(job) ?? 0) >= 3) stalled.add(reply), (once = true);
+          return reply;
+        },
+        send: (res, reply) => void sleep(stalled.has(reply) ? 3000 : 0).then(() => base.send(res, reply)),
+      };
+    }),
   },
   {
     name: 'json-charset',

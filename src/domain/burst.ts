@@ -89,11 +89,13 @@ export async function sendBurst({
   };
   // Until the limiter has throttled an owner's stop (or every candidate got through), an answer
   // that is neither 404 nor 429 came (the rule names it), or a bound is reached.
+  // A pair that found both admitted (a window began between) is tried at a later 429, where the other's room allows.
+  const undecided = () => [...pairs.values()].some((pair) => !pair.answer && (pair.pending || pair.tries < Math.min(3, pair.room)));
   const done = () =>
     next >= settings.burstRequests ||
     performance.now() - started >= settings.burstSeconds * 1000 ||
     answers.some((answer) => answer.status !== 404 && answer.status !== 429) ||
-    (!pending && (stops.some((stop) => stop.answer.status === 429) || tried === candidates.length));
+    (!pending && (stops.some((stop) => stop.answer.status === 429) || tried === candidates.length) && !undecided());
   const lane = async () => {
     while (!done()) {
       next += 1;
@@ -112,7 +114,7 @@ export async function sendBurst({
       // A planned burst ends its lane at a 429 once a stop of its own was throttled (or none is left): more refusals prove nothing more.
       if (planned && answer.status === 429) {
         await pending;
-        if (stops.some((stop) => stop.answer.status === 429) || tried === candidates.length) break;
+        if ((stops.some((stop) => stop.answer.status === 429) || tried === candidates.length) && !undecided()) break;
       }
     }
   };

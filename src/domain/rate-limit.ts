@@ -126,7 +126,8 @@ export async function ownLimit(
   const crowd = await Promise.all(Array.from({ length: limit.limit }, () => api.stop(randomUUID(), other.as, { on429: 'once', attach: false, pooled: true })));
   if (crowd.some((answer) => answer.status === 429))
     return { limit, asked: [], untold: `the ${other.as.name} met a limit of its own in ${limit.limit} requests` };
-  const answer = await api.stop(randomUUID(), team, { on429: 'once' });
+  // Pooled as the crowd is: a replay sends it right after them, not after draining the team's own limit, which would refuse it on any target.
+  const answer = await api.stop(randomUUID(), team, { on429: 'once', pooled: true });
   const sent = log.sentIn(answer.sentAt - span, answer.receivedAt);
   return { limit, asked: [{ answer, sent, least: least + 1, after: `, right after the ${other.as.name}'s ${crowd.length} requests` }] };
 }

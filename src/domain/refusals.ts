@@ -12,7 +12,7 @@ import { accountPrices, stopPriced } from './account';
 import type { Answer } from './answer';
 import { boundsOf, clockStepMs } from './billing';
 import type { Client } from './client';
-import { type CheckCall, judge } from './named-checks';
+import { type CheckCall, judge, runCheck } from './named-checks';
 import type { Session, Sessions } from './sessions';
 import type { Identity } from './target';
 
@@ -109,6 +109,40 @@ export async function refuseThenOwnerStops(
   );
   api.release(refusersConnection);
   // Taken as the owner's key, as the target's file declares: that request stopped the session, and this stop must find it settled.
-  if (takenAsOwner && refusal.status === 200) await check('survives', judge.settledBy(stop, refusal));
-  else await check('survives', judge.survived(stop, session.created, refusal, boundsOf(settings)));
+  if (takenAsOwner && refusal.status === 200) return check('survives', judge.settledBy(stop, refusal));
+  const survived = judge.survived(stop, session.created, refusal, boundsOf(settings));
+  await check('survives', (undecided(survived) && (await refuseOnceMore(context, refuser, refusedCheck, stop))) || survived);
+}
+
+/** A survival proof that could not tell (the exchanges took as long as the hold): nothing failed. */
+function undecided(call: CheckCall): boolean {
+  try {
+    return runCheck(call)?.notVerifiable !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Once more, on a fresh session held four times the owner's slow stop longer (a busy runner, a slow
+ * answer), where the budget has a session left: a survival proof that could not tell is asked
+ * again, not left not verifiable.
+ */
+async function refuseOnceMore(
+  context: RefusalContext,
+  refuser: Identity,
+  refusedCheck: (answers: Answer[]) => CheckCall,
+  slow: Answer,
+): Promise<CheckCall | undefined> {
+  const { api, sessions, settings, owner } = context;
+  if (sessions.budgetLeft() <= 0) return undefined;
+  const session = await step('the proof could not tell: a fresh session, held longer', () => sessions.provision());
+  const longer = 4 * Math.round(slow.receivedAt - slow.sentAt);
+  const holdMs = holdAroundMs(api, settings, session.created) + longer;
+  const beforeMs = holdBeforeMs(api, settings, session.created) + longer;
+  await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
+  const refusal = await step(`${refuser.name} asks to stop it`, () => api.stop(session.jobId, refuser));
+  await step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
+  const stop = await step('the owner stops the session', () => stopPriced(api, session.jobId, owner, settings));
+  return judge.all([refusedCheck([refusal]), judge.survived(stop, session.created, refusal, boundsOf(settings))]);
 }

@@ -114,10 +114,10 @@ export const RUN_JUDGES = {
    * burst was answered, and it sent nothing since) is not refused: a 429 means a plan's limit.
    */
   teamsIsolated(burstTeam: string, during: { as: { name: string }; answer: Answer }[], own?: OwnLimit): Verdict {
-    const refused = during.filter(({ answer }) => answer.status === 429).map(({ as }) => as.name);
+    const refused = during.filter(({ answer }) => answer.status === 429);
     expect(
-      refused,
-      `while the ${burstTeam} was refused for its rate, these teams, whose plans had room, were refused too (a limit shared between teams, such as one per client address): ${during.map(({ as, answer }) => `${as.name}: ${summary(answer)}`).join('; ')}`,
+      refused.map(({ as }) => as.name),
+      `while the ${burstTeam} was refused for its rate, these teams, whose plans had room, were refused too (a limit shared between teams, such as one per client address): ${refused.map(({ as, answer }) => `${as.name}: ${summary(answer)}`).join('; ')}`,
     ).toEqual([]);
     // The other way round: refused with room under its own stated limit, it was counted with another team's requests.
     for (const { answer, sent, least, after } of own?.asked ?? []) {

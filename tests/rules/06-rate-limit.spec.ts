@@ -47,7 +47,14 @@ test(
     const own = await burst.ownLimit();
     if (own?.untold)
       testInfo.annotations.push({ type: 'note', description: `teams-isolated: the ${team.name} was not asked after another team: ${own.untold}` });
-    await check('teams-isolated', judge.teamsIsolated(team.name, burst.others, own));
+    await check(
+      'teams-isolated',
+      judge.teamsIsolated(
+        team.name,
+        burst.others.map(({ as, answer }) => ({ as: { name: as.name }, answer })),
+        own,
+      ),
+    );
     if (!throttled || !stop)
       notVerifiable(
         `none of the ${team.name}'s ${stops.length} stops during the burst was throttled (each got through), so whether a throttled stop does nothing could not be checked`,
