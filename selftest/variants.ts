@@ -700,6 +700,37 @@ export const faultyVariants: Variant[] = [
     }),
   },
   {
+    name: 'simultaneous-stops-charged-twice',
+    breaks: 'stop-is-final',
+    rules: ['stop-is-final', 'owner-stop', 'billing', 'foreign-team'],
+    description:
+      "bills whole elapsed seconds (sessions alike cost alike) and answers a repeat stop with the first settlement, as the hosted service does; answers a stop once its browser is released, 150 ms on, and a stop of the owner's meanwhile is charged again too: only the account shows, and only stops sent at once",
+    runsEveryRule: true,
+    options: behaviour((base, state) => {
+      const releasing = new Map<string, Reply>();
+      const first = new Map<string, Reply>();
+      return {
+        bill: billAt(2, (ms) => Math.floor(ms / 1000)),
+        stop: (team, jobId) => {
+          const earlier = first.get(jobId);
+          if (earlier && !state.sessions.has(jobId) && state.stopped.get(jobId)?.teamId === team.id) {
+            const { sessionDurationMs, creditsBilled } = body(earlier) as { sessionDurationMs: number; creditsBilled: number };
+            if (releasing.has(jobId)) state.charges.push({ jobId, teamId: team.id, durationMs: sessionDurationMs, credits: creditsBilled, at: state.clock() });
+            return earlier;
+          }
+          const reply = base.stop(team, jobId);
+          if (reply.status === 200) releasing.set(jobId, reply), first.set(jobId, reply);
+          return reply;
+        },
+        send: (res, reply) => {
+          const job = [...releasing].find(([, releasing]) => releasing === reply)?.[0];
+          if (!job) return base.send(res, reply);
+          void sleep(150).then(() => (releasing.delete(job), base.send(res, reply)));
+        },
+      };
+    }),
+  },
+  {
     name: 'repeat-stop-zero-charged-again',
     breaks: 'stop-is-final',
     description:

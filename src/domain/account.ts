@@ -330,8 +330,8 @@ export const unstatedMost = (spending: Spending, rule?: BillingRule) =>
 export interface AccountVerdict {
   outcome: 'pass' | 'fail' | 'not verifiable';
   message: string;
-  /** On a failure: the jobs whose settlements were charged again. */
-  jobs?: string[];
+  /** On a failure: the jobs whose settlements were charged again, and the message blaming them; then other sets that add up to the excess as well. */
+  blames?: { jobs: string[]; message: string }[];
 }
 
 const round = (credits: number) => +credits.toFixed(6);
@@ -375,13 +375,15 @@ function judgeCharges(
   const fromScrapes = round(spending.scrapes.credits);
   const expected = round(fromSessions + fromScrapes);
   const charged = round(opening - closing.remaining);
-  const difference = round(charged - expected);
+  // Compared unrounded, shown rounded: a settlement reported to nine places is matched to nine places.
+  const exactly = opening - closing.remaining - settled.reduce((sum, one) => sum + one.credits, 0) - spending.scrapes.credits;
+  const difference = round(exactly);
   const tolerance = accountTolerance(spending);
   const figures =
     `the owner team's account was charged ${charged} credit(s) (${opening} credit(s) left before the run's first scrape, ${closing.remaining} credit(s) after its last settlement); ` +
     `its answers account for ${expected} credit(s): ${fromSessions} credit(s) in ${settled.length} settlement(s) of its ${spending.settlements.length} settled session(s), each counted once, and ${fromScrapes} credit(s) for its ${spending.scrapes.count} scrape(s)`;
-  if (Math.abs(difference) <= tolerance) return { outcome: 'pass', message: figures };
-  if (difference < 0) {
+  if (Math.abs(exactly) <= tolerance) return { outcome: 'pass', message: figures };
+  if (exactly < 0) {
     return {
       outcome: 'not verifiable',
       message: `${figures}: ${-difference} credit(s) fewer, which a charge still queued after ACCOUNT_SETTLE_MS=${settleMs} would explain (raise it)`,
@@ -407,22 +409,21 @@ function judgeCharges(
         .map((one) => ({ jobId: session.jobId, credits: one.credits, reports: session.reports, copies: session.reports - session.settled.length })),
     )
     .sort((a, b) => b.reports - a.reports);
-  const again = chargedAgain(candidates, difference, tolerance);
-  if (again) {
+  const blames = chargedAgain(candidates, exactly, tolerance).map((again) => {
     const named = again
       .map(({ one, times }) => `${one.jobId} (${one.credits} credit(s)${times > 1 ? ` ${times} times` : ''}; ${one.reports} stop(s) answered 200 about it)`)
       .join(', ');
     return {
-      outcome: 'fail',
-      message: `${figures}: ${difference} credit(s) more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled again: a later stop of a stopped session (a repeat, or a report of nothing billed) was charged again, for ${named}`,
       jobs: [...new Set(again.map(({ one }) => one.jobId))],
+      message: `${figures}: ${difference} credit(s) more, exactly what ${again.length === 1 ? 'this session' : 'these sessions'} settled again: a later stop of a stopped session (a repeat, or a report of nothing billed) was charged again, for ${named}`,
     };
-  }
+  });
+  if (blames.length) return { outcome: 'fail', message: blames[0].message, blames };
   const silent = spending.silent ?? [];
   const most = unstatedMost(spending, rule);
   // A session more than one stop answered without a charge may have been charged again within that slack: nothing to pass then.
   const repeated = silent.filter((session) => session.reports > 1).length;
-  if (silent.length && !repeated && difference <= most + tolerance) {
+  if (silent.length && !repeated && exactly <= most + tolerance) {
     return {
       outcome: 'pass',
       message: `${figures}: ${difference} credit(s) more, within the ${most} credit(s) its ${silent.length} session(s) stopped by answers without a creditsBilled may have cost at most for their lives`,
@@ -454,24 +455,25 @@ export function accountTolerance(spending: Spending): number {
 }
 
 /**
- * Settlements charged again, each at most `copies` times, whose credits add up to `total`: a
- * bounded search, preferring the sessions reported most.
+ * Sets of settlements charged again, each at most `copies` times, whose credits add up to `total`:
+ * a bounded search, preferring the sessions reported most; up to `most` sets (equal holds settle alike).
  */
 function chargedAgain<T extends { credits: number; copies: number }>(
   candidates: T[],
   total: number,
   tolerance: number,
-): { one: T; times: number }[] | undefined {
+  most = 3,
+): { one: T; times: number }[][] {
   let budget = 50_000;
-  const search = (index: number, left: number, chosen: { one: T; times: number }[]): { one: T; times: number }[] | undefined => {
-    if (Math.abs(left) <= tolerance) return chosen.length ? chosen : undefined;
-    if (left < -tolerance || index >= candidates.length || --budget < 0) return undefined;
+  const found: { one: T; times: number }[][] = [];
+  const search = (index: number, left: number, chosen: { one: T; times: number }[]): void => {
+    if (found.length >= most) return;
+    if (Math.abs(left) <= tolerance) return void (chosen.length && found.push(chosen));
+    if (left < -tolerance || index >= candidates.length || --budget < 0) return;
     const one = candidates[index];
-    for (let times = Math.min(one.copies, Math.floor((left + tolerance) / one.credits)); times >= 0; times--) {
-      const found = search(index + 1, left - times * one.credits, times ? [...chosen, { one, times }] : chosen);
-      if (found) return found;
-    }
-    return undefined;
+    for (let times = Math.min(one.copies, Math.floor((left + tolerance) / one.credits)); times >= 0; times--)
+      search(index + 1, left - times * one.credits, times ? [...chosen, { one, times }] : chosen);
   };
-  return search(0, total, []);
+  search(0, total, []);
+  return found;
 }

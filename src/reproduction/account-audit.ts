@@ -5,7 +5,7 @@
  * other than it reports from another use of the team; the foreign team, which refused the owner's
  * sessions all run, must have been charged its own spending alone.
  */
-import { type Check, notVerifiable } from '../checks/checks';
+import { type Check, type ComposedReproduction, notVerifiable } from '../checks/checks';
 import { expect } from '../checks/expect';
 import { attach, extendTimeout, note, step } from '../checks/recorder';
 import type { Settings } from '../config/settings';
@@ -97,17 +97,22 @@ export async function auditAccount({
     [ledger.creatorOf(api.target.baseURL, jobId) ?? '', 'stop-is-final/no-leaks'].map((test) =>
       stepsOfJob(coordination.loadTrace<TraceStep>(test) ?? [], jobId),
     );
-  const charged = verdict.jobs ? composeAccount([[ACCOUNT_READING], ...verdict.jobs.flatMap(partsOf), readings], settings.accountSettleMs) : undefined;
-  if (verdict.outcome === 'fail' && charged) {
-    // Sessions blamed by the sum of their settlements may add up to the excess by chance: replayed alone, they must be charged again.
-    extendTimeout(replayBudgetMs(charged, settings));
-    const blamed = verdict;
-    const confirmed = await step('the sessions blamed, replayed alone: the account must be charged again', () =>
-      confirmBlame(settings, api.target, identities, ledger, blamed, charged, title),
+  const composeFor = (jobs: string[]) => composeAccount([[ACCOUNT_READING], ...jobs.flatMap(partsOf), readings], settings.accountSettleMs);
+  let charged: ComposedReproduction | undefined;
+  // Sessions blamed by the sum of their settlements may add up to the excess by chance: replayed alone, they must be charged again.
+  // Where they are not, the next set that adds up to it is replayed.
+  for (const blamed of verdict.outcome === 'fail' ? (verdict.blames ?? []) : []) {
+    const composed = composeFor(blamed.jobs);
+    if (!composed) break;
+    charged = composed;
+    extendTimeout(replayBudgetMs(composed, settings));
+    const confirmed = await step(`the sessions blamed (${blamed.jobs.join(', ')}), replayed alone: the account must be charged again`, () =>
+      confirmBlame(settings, api.target, identities, ledger, { outcome: 'fail', message: blamed.message }, composed, title),
     );
     await attach('the blamed sessions replayed', confirmed.output, 'text/plain');
     note(confirmed.note);
     verdict = confirmed.verdict;
+    if (verdict.outcome !== 'not verifiable') break;
   }
   if (verdict.outcome === 'not verifiable' && closing.still) {
     // More or less than the run explains: one session alone, refused as the run's sessions were, tells a target that charges other than it reports from another use of the team.
