@@ -42,12 +42,17 @@ const chosenTests = (settings: Pick<Settings, 'selectedRules'>): TestId[] => TES
 const priceOf = (settings: Pick<Settings, 'declaredBilling'>, ms: number) =>
   settings.declaredBilling ? chargeUnder(settings.declaredBilling.rule, ms) : (ms / 60_000) * CREDITS_PER_MINUTE;
 
+/** The sessions simultaneous-opens fills a cap with: one more than a cap stated up front, in the target's words, or else the hosted free plan's 2. */
+export const capFill = (settings: Pick<Settings, 'sessionCap'>, stated = settings.sessionCap) => {
+  const cap = stated ?? 2;
+  return cap < MOST_AT_ONCE ? cap + 1 : 0;
+};
+
 export function predict(settings: Settings): Prediction {
   const tests = chosenTests(settings);
   // simultaneous-opens opens one session more than a cap the target states, to show its slots free and the cap kept: a cap stated up
   // front, or room for one of 2 (the hosted service's free plan) until the target's words say.
-  const cap = settings.sessionCap ?? 2;
-  const underCap = tests.includes('stop-is-final/simultaneous-opens') && cap < MOST_AT_ONCE ? cap + 1 : 0;
+  const underCap = tests.includes('stop-is-final/simultaneous-opens') ? capFill(settings) : 0;
   const needed = tests.reduce((sum, id) => sum + (OPENS[id]?.sessions ?? 0), 0) + underCap;
   const jobs = tests.reduce((sum, id) => sum + (OPENS[id]?.jobs ?? 0), 0);
   const searches = tests.includes('sequences/random-histories');
