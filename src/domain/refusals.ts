@@ -111,7 +111,38 @@ export async function refuseThenOwnerStops(
   // Taken as the owner's key, as the target's file declares: that request stopped the session, and this stop must find it settled.
   if (takenAsOwner && refusal.status === 200) return check('survives', judge.settledBy(stop, refusal));
   const survived = judge.survived(stop, session.created, refusal, boundsOf(settings));
-  await check('survives', (undecided(survived) && (await refuseOnceMore(context, refuser, refusedCheck, stop))) || survived);
+  await check(
+    'survives',
+    await provedOrAgain(context, survived, stop, async (session, hold) => {
+      const again = await step(`${refuser.name} asks to stop it`, () => api.stop(session.jobId, refuser));
+      const last = await hold();
+      return judge.all([refusedCheck([again]), judge.survived(last, session.created, again, boundsOf(settings))]);
+    }),
+  );
+}
+
+/**
+ * A survival proof that could not tell (the exchanges took as long as the hold: a busy runner, a
+ * slow answer) is asked once more, where the budget has a session left: `again` refuses a fresh
+ * session held four times the slow stop longer, and `hold` holds it after the refusal and has the
+ * owner stop it.
+ */
+export async function provedOrAgain(
+  { api, sessions, settings, owner }: Pick<RefusalContext, 'api' | 'sessions' | 'settings' | 'owner'>,
+  proof: CheckCall,
+  slow: Answer,
+  again: (session: Session, hold: () => Promise<Answer>) => Promise<CheckCall>,
+): Promise<CheckCall> {
+  if (!undecided(proof) || sessions.budgetLeft() <= 0) return proof;
+  const session = await step('the proof could not tell: a fresh session, held longer', () => sessions.provision());
+  const longer = 4 * Math.round(slow.receivedAt - slow.sentAt);
+  const beforeMs = holdBeforeMs(api, settings, session.created) + longer;
+  await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
+  return again(session, async () => {
+    const holdMs = holdAroundMs(api, settings, session.created) + longer;
+    await step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
+    return step('the owner stops the session', () => stopPriced(api, session.jobId, owner, settings));
+  });
 }
 
 /** A survival proof that could not tell (the exchanges took as long as the hold): nothing failed. */
@@ -121,28 +152,4 @@ function undecided(call: CheckCall): boolean {
   } catch {
     return false;
   }
-}
-
-/**
- * Once more, on a fresh session held four times the owner's slow stop longer (a busy runner, a slow
- * answer), where the budget has a session left: a survival proof that could not tell is asked
- * again, not left not verifiable.
- */
-async function refuseOnceMore(
-  context: RefusalContext,
-  refuser: Identity,
-  refusedCheck: (answers: Answer[]) => CheckCall,
-  slow: Answer,
-): Promise<CheckCall | undefined> {
-  const { api, sessions, settings, owner } = context;
-  if (sessions.budgetLeft() <= 0) return undefined;
-  const session = await step('the proof could not tell: a fresh session, held longer', () => sessions.provision());
-  const longer = 4 * Math.round(slow.receivedAt - slow.sentAt);
-  const holdMs = holdAroundMs(api, settings, session.created) + longer;
-  const beforeMs = holdBeforeMs(api, settings, session.created) + longer;
-  await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
-  const refusal = await step(`${refuser.name} asks to stop it`, () => api.stop(session.jobId, refuser));
-  await step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
-  const stop = await step('the owner stops the session', () => stopPriced(api, session.jobId, owner, settings));
-  return judge.all([refusedCheck([refusal]), judge.survived(stop, session.created, refusal, boundsOf(settings))]);
 }

@@ -4,7 +4,7 @@ import { spec } from '../../src/config/rules';
 import { stopPriced } from '../../src/domain/account';
 import { boundsOf } from '../../src/domain/billing';
 import { judge } from '../../src/domain/named-checks';
-import { holdAroundMs, holdBeforeMs } from '../../src/domain/refusals';
+import { holdAroundMs, holdBeforeMs, provedOrAgain } from '../../src/domain/refusals';
 import { test } from '../../src/playwright/fixtures';
 
 test(
@@ -42,6 +42,14 @@ test(
     await check('status', judge.all([judge.status(random, 404), judge.status(withoutSession, 404)]));
     await test.step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
     const stop = await test.step('the owner stops its session', () => stopPriced(api, session.jobId, identities.owner, settings));
-    await check('survives', judge.survived(stop, session.created, withoutSession, boundsOf(settings)));
+    const survived = judge.survived(stop, session.created, withoutSession, boundsOf(settings));
+    await check(
+      'survives',
+      await provedOrAgain({ api, sessions, settings, owner: identities.owner }, survived, stop, async (fresh, hold) => {
+        const { jobId: another } = await test.step('the owner creates another scrape job without a session', () => sessions.jobWithoutSession());
+        const again = await test.step("the owner stops that job's (absent) session", () => api.stop(another, identities.owner));
+        return judge.all([judge.status(again, 404), judge.survived(await hold(), fresh.created, again, boundsOf(settings))]);
+      }),
+    );
   },
 );
