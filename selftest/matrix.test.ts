@@ -28,10 +28,10 @@ test('the variant catalogue has at least 50 faulty, 20 correct and 3 order-only 
 });
 
 test('the suite catches every faulty variant by its rule, passes every correct one (its sequences rule with one of three seeds, MATRIX=full with each), and leaks no session', async () => {
-  // The longest first: the hosted service's (its clock counts whole seconds: refusals hold for seconds), a session held past a minute, then those run with every rule.
+  // The longest first: the hosted service's (its clock counts whole seconds: refusals hold for seconds), a session held past a minute or a slow run, then those run with every rule.
   // Playwright runs every group of one set of worker options (a known-deviations file) before the next set's, in the order the sets first appear.
   const all = [...productionVariants, ...variants];
-  const rank = (v: (typeof all)[number]) => (v.knownDeviations ? 0 : v.holdsPastAMinute ? 1 : !v.breaks || v.runsEveryRule ? 2 : 3);
+  const rank = (v: (typeof all)[number]) => (v.knownDeviations ? 0 : v.holdsPastAMinute || v.slow ? 1 : !v.breaks || v.runsEveryRule ? 2 : 3);
   const run = await runMatrix(
     [...all].sort((a, b) => rank(a) - rank(b)),
     { full: process.env.MATRIX === 'full', severalSeeds: process.env.MATRIX === 'full', reproductions: process.env.MATRIX === 'full' ? 'all' : 'quickest' },

@@ -33,6 +33,8 @@ export interface Variant {
   sessionCap?: number;
   /** Its fault shows in one timing of requests and not another (a session ended 100 ms late): its reproductions are replayed with MATRIX=full only. */
   timingFault?: true;
+  /** Its run takes most of a minute (holds asked again, the account's blame replayed): started among the first. */
+  slow?: true;
   /** A correct target whose every test must decide: none may end not verifiable. */
   decides?: true;
   /** Its known-deviations file (from the kit's folder): the suite runs against it with that file. */
@@ -702,6 +704,7 @@ export const faultyVariants: Variant[] = [
   {
     name: 'simultaneous-stops-charged-twice',
     breaks: 'stop-is-final',
+    slow: true,
     description:
       "bills whole elapsed seconds (sessions alike cost alike) and answers a repeat stop with the first settlement, as the hosted service does; answers a stop once its browser is released, 150 ms on, and a stop of the owner's meanwhile is charged again too: only the account shows, and only stops sent at once",
     options: behaviour((base, state) => {
@@ -1211,6 +1214,7 @@ export const correctVariants: Variant[] = [
       "delays by 3 s the answer of the first stop that settles a session another caller's stops were refused for three times (a stall on the way back)",
     rules: ['foreign-team'],
     decides: true,
+    slow: true,
     options: behaviour((base) => {
       const refused = new Map<string, number>();
       const stalled = new WeakSet<object>();

@@ -160,7 +160,7 @@ export function expectSurvived(
   session: { created: Answer },
   refusal: Answer,
   settings: Tolerances,
-): { notVerifiable?: string; declared?: { message: string; reason: string } } {
+): { notVerifiable?: string; tooSlow?: true; declared?: { message: string; reason: string } } {
   const whole = measuredInterval(session, stop);
   const step = clockStepMs(settings);
   // The most a clock restarted at the refusal could give: a duration or charge within it proves nothing.
@@ -170,6 +170,7 @@ export function expectSurvived(
     const duration = stop.body.sessionDurationMs as number;
     if (duration > restartedHi) return declared ? { declared } : {};
     return {
+      tooSlow: true,
       notVerifiable:
         `sessionDurationMs ${duration} fits the whole session (${describeInterval(whole)}${step ? `, ±${step} ms for the target's clock` : ''}) and a clock restarted at the refusal alike (at most ${restartedHi.toFixed(1)} ms): ` +
         'the exchanges took too long to tell a session that lived through the refusal from one restarted by it',

@@ -23,7 +23,7 @@ import { describeSettlement, distinctSettlements, isNewCharge, settlementOf, set
 
 export { countStatuses, peakPerSecond } from './run-judges';
 
-type Verdict = void | { notVerifiable: string };
+type Verdict = void | { notVerifiable: string; tooSlow?: true };
 const listed = (answers: Answer[]) => answers.map(summary).join('\n');
 
 const JUDGES = {
@@ -95,7 +95,7 @@ const JUDGES = {
     expect(stop.status, `the session must still be running: ${summary(stop)}`).toBe(200);
     expect(stop.body).toMatchSchema('stop-result');
     const proof = expectSurvived(stop, { created: opened }, refusal, tolerances);
-    if (proof.notVerifiable) return { notVerifiable: proof.notVerifiable };
+    if (proof.notVerifiable) return { notVerifiable: proof.notVerifiable, ...(proof.tooSlow ? { tooSlow: true as const } : {}) };
     // Proven, with a duration the target's declared clock accounts for: its declared behaviour.
     if (proof.declared) throw new DeclaredBehaviour(proof.declared.message, proof.declared.reason);
   },

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Check } from '../checks/checks';
-import { note, step } from '../checks/recorder';
+import { extendTimeout, note, step } from '../checks/recorder';
 import type { Settings } from '../config/settings';
 import { accountPrices, stopPriced } from './account';
 import type { Answer } from './answer';
@@ -65,11 +65,11 @@ export async function refuseThenOwnerStops(
   context: RefusalContext,
   refuser: Identity,
   refusedCheck: (answers: Answer[]) => CheckCall,
-  { interactAfter = false } = {},
+  { interactAfter = false, longerMs = 0 } = {},
 ): Promise<void> {
   const { api, sessions, session, check, settings, owner } = context;
   const holdMs = holdAroundMs(api, settings, session.created);
-  const beforeMs = holdBeforeMs(api, settings, session.created);
+  const beforeMs = holdBeforeMs(api, settings, session.created) + longerMs;
   await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
   const refusersConnection = api.connection();
   const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () =>
@@ -111,44 +111,37 @@ export async function refuseThenOwnerStops(
   // Taken as the owner's key, as the target's file declares: that request stopped the session, and this stop must find it settled.
   if (takenAsOwner && refusal.status === 200) return check('survives', judge.settledBy(stop, refusal));
   const survived = judge.survived(stop, session.created, refusal, boundsOf(settings));
-  await check(
-    'survives',
-    await provedOrAgain(context, survived, stop, async (session, hold) => {
-      const again = await step(`${refuser.name} asks to stop it`, () => api.stop(session.jobId, refuser));
-      const last = await hold();
-      return judge.all([refusedCheck([again]), judge.survived(last, session.created, again, boundsOf(settings))]);
-    }),
-  );
+  const longer = longerMs ? undefined : longerIfTooSlow(context, survived, stop);
+  if (longer === undefined) return check('survives', survived);
+  const fresh = await step('a fresh session', () => sessions.provision());
+  await refuseThenOwnerStops({ ...context, session: fresh }, refuser, refusedCheck, { interactAfter, longerMs: longer });
 }
+
+/** The most a session is held longer when a proof could not tell: twice the longest stop a refusal's hold is sized from. */
+const MOST_LONGER_MS = 4_000;
 
 /**
- * A survival proof that could not tell (the exchanges took as long as the hold: a busy runner, a
- * slow answer) is asked once more, where the budget has a session left: `again` refuses a fresh
- * session held four times the slow stop longer, and `hold` holds it after the refusal and has the
- * owner stop it.
+ * A survival proof that could not tell because the exchanges took as long as the hold (a busy
+ * runner, a slow answer) is asked once more, the whole test over, on a fresh session held longer
+ * before its refusal by four times the slow stop: where the budget has sessions beyond what the
+ * rules' own tests need (the sequences rule's share).
  */
-export async function provedOrAgain(
-  { api, sessions, settings, owner }: Pick<RefusalContext, 'api' | 'sessions' | 'settings' | 'owner'>,
+export function longerIfTooSlow(
+  { api, sessions, settings }: Pick<RefusalContext, 'api' | 'sessions' | 'settings'>,
   proof: CheckCall,
   slow: Answer,
-  again: (session: Session, hold: () => Promise<Answer>) => Promise<CheckCall>,
-): Promise<CheckCall> {
-  if (!undecided(proof) || sessions.budgetLeft() <= 0) return proof;
-  const session = await step('the proof could not tell: a fresh session, held longer', () => sessions.provision());
-  const longer = 4 * Math.round(slow.receivedAt - slow.sentAt);
-  const beforeMs = holdBeforeMs(api, settings, session.created) + longer;
-  await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
-  return again(session, async () => {
-    const holdMs = holdAroundMs(api, settings, session.created) + longer;
-    await step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
-    return step('the owner stops the session', () => stopPriced(api, session.jobId, owner, settings));
-  });
+): number | undefined {
+  if (!tooSlow(proof) || !sessions.spare()) return undefined;
+  const longerMs = Math.min(MOST_LONGER_MS, 4 * Math.round(slow.receivedAt - slow.sentAt));
+  extendTimeout(2 * (longerMs + holdBeforeMs(api, settings, slow) + settings.requestTimeoutMs));
+  note(`the survival proof could not tell, the exchanges took as long as the hold: all of it again, on a fresh session held ${longerMs} ms longer`);
+  return longerMs;
 }
 
-/** A survival proof that could not tell (the exchanges took as long as the hold): nothing failed. */
-function undecided(call: CheckCall): boolean {
+/** A survival proof that could not tell because the exchanges took as long as the hold. */
+function tooSlow(call: CheckCall): boolean {
   try {
-    return runCheck(call)?.notVerifiable !== undefined;
+    return (runCheck(call) as { tooSlow?: true } | undefined)?.tooSlow === true;
   } catch {
     return false;
   }

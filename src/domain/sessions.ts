@@ -307,6 +307,12 @@ export class Sessions {
     return sleep(Math.max(0, ms - (performance.now() - session.created.receivedAt)), undefined, { signal: this.options.signal });
   }
 
+  /** Whether the budget has sessions beyond what the rules' own tests need (the sequences rule's share), and one left. */
+  spare(): boolean {
+    const { settings, budget = { sessions: settings.sessionBudget, needed: 0 } } = this.options;
+    return budget.sessions - budget.needed > 2 && this.budgetLeft() > 0;
+  }
+
   /** How many sessions of the run's budget are left, every worker's together. */
   budgetLeft(): number {
     const { settings, budget = { sessions: settings.sessionBudget, needed: 0 } } = this.options;

@@ -103,7 +103,7 @@ export async function auditAccount({
   // Where they are not, the next set that adds up to it is replayed.
   for (const blamed of verdict.outcome === 'fail' ? (verdict.blames ?? []) : []) {
     const composed = composeFor(blamed.jobs);
-    if (!composed) break;
+    if (!composed) continue;
     charged = composed;
     extendTimeout(replayBudgetMs(composed, settings));
     const confirmed = await step(`the sessions blamed (${blamed.jobs.join(', ')}), replayed alone: the account must be charged again`, () =>

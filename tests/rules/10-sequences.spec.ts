@@ -37,7 +37,8 @@ test(
     const openSessions = (own = allowance) =>
       new Sessions({ api: paced, identities, settings, ledger, testId, signal: api.signal, allowance: own, budget: { sessions: budget, needed } });
     // A cap the target's words stated since the prediction takes more to fill: simultaneous-opens keeps those sessions.
-    allowance.left = Math.max(0, allowance.left - Math.max(0, capFill(settings, openSessions().statedCap()) - capFill(settings)));
+    if (!settings.selectedRules || settings.selectedRules.includes('stop-is-final'))
+      allowance.left = Math.max(0, allowance.left - Math.max(0, capFill(settings, openSessions().statedCap()) - capFill(settings)));
     const granted = allowance.left;
     const options = { api: paced, openSessions, identities, settings, pacer, tracePosition: () => requestTrace.steps.length };
     const explored: Exploration[] = [];
