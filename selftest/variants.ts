@@ -50,6 +50,12 @@ type Override = (base: Behaviour, state: ReferenceState) => Partial<Behaviour>;
 
 const behaviour = (override: Override): ReferenceOptions => ({ behaviour: override });
 
+/** The account charged again the settlement a stop of `jobId` reported (`settled`), unreported. */
+const chargeAgain = (state: ReferenceState, teamId: string, jobId: string, settled: Reply) => {
+  const { sessionDurationMs, creditsBilled } = body(settled) as { sessionDurationMs: number; creditsBilled: number };
+  state.charges.push({ jobId, teamId, durationMs: sessionDurationMs, credits: creditsBilled, at: state.clock() });
+};
+
 /** Another team's refused stop of a live session charges what it has cost so far, unreported: to the session's team, or to the caller refused. */
 const refusalCharges = (payer: 'owner' | 'caller') =>
   behaviour((base, state) => ({
@@ -694,8 +700,7 @@ export const faultyVariants: Variant[] = [
           if (reply.status === 200) first.set(jobId, reply);
           const earlier = first.get(jobId);
           if (reply.status !== 404 || !earlier || state.stopped.get(jobId)?.teamId !== team.id) return reply;
-          const { sessionDurationMs, creditsBilled } = body(earlier) as { sessionDurationMs: number; creditsBilled: number };
-          state.charges.push({ jobId, teamId: team.id, durationMs: sessionDurationMs, credits: creditsBilled, at: state.clock() });
+          chargeAgain(state, team.id, jobId, earlier);
           return earlier;
         },
       };
@@ -715,8 +720,7 @@ export const faultyVariants: Variant[] = [
         stop: (team, jobId) => {
           const earlier = first.get(jobId);
           if (earlier && !state.sessions.has(jobId) && state.stopped.get(jobId)?.teamId === team.id) {
-            const { sessionDurationMs, creditsBilled } = body(earlier) as { sessionDurationMs: number; creditsBilled: number };
-            if (releasing.has(jobId)) state.charges.push({ jobId, teamId: team.id, durationMs: sessionDurationMs, credits: creditsBilled, at: state.clock() });
+            if (releasing.has(jobId)) chargeAgain(state, team.id, jobId, earlier);
             return earlier;
           }
           const reply = base.stop(team, jobId);
