@@ -8,6 +8,8 @@ import type { Settings } from '../config/settings';
 import { CREDITS_PER_MINUTE, chargeUnder } from './billing';
 import { MOST_AT_ONCE } from './cap-discovery';
 
+/** Sessions beyond the rules' own needs where no search takes the rest: one second try of a proof a busy runner left undecided. */
+const SECOND_TRIES = 3;
 /** A session's life as the prediction prices it: tests hold theirs for seconds, the minute's hold longer. */
 const SESSION_LIFE_MS = 60_000;
 /** A scrape's price where the target states none: the hosted service's. */
@@ -19,7 +21,7 @@ const OWNER_REQUESTS_PER_TEST = 4;
 const FOREIGN_REQUESTS_PER_TEST = 1;
 
 export interface Prediction {
-  /** Sessions the run opens at most, and of those the sequences rule's. */
+  /** Sessions the run opens at most (the rules' own, second tries, the sequences rule's share), and of those the sequences rule's. */
   sessions: number;
   sequences: number;
   /** Sessions the chosen tests other than the sequences rule need: a budget below leaves some not verifiable. */
@@ -58,7 +60,7 @@ export function predict(settings: Settings): Prediction {
   const searches = tests.includes('sequences/random-histories');
   const at = (budget: number): Prediction => {
     const sequences = searches ? Math.max(0, budget - needed) : 0;
-    const sessions = Math.min(budget, needed + sequences);
+    const sessions = Math.min(budget, needed + (searches ? sequences : SECOND_TRIES));
     const minute = tests.includes('billing/past-a-minute') && sessions > 0 ? 1 : 0;
     const credits =
       priceOf(settings, settings.billingMinuteHoldMs + SESSION_LIFE_MS) * minute +

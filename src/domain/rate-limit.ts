@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { extendTimeout, step } from '../checks/recorder';
+import { extendTimeout, note, step } from '../checks/recorder';
 import type { Settings } from '../config/settings';
 import type { Coordination } from '../coordination/coordination';
 import { marginMs } from '../coordination/schedule';
@@ -43,37 +43,59 @@ export async function burstExperiment({
     (recovered ??= await step('wait for the limiter to recover (back-off, Retry-After when given)', () =>
       api.stop(randomUUID(), team, { on429: 'return-last' }),
     ));
-  const candidates = await step(`the ${team.name} provisions ${CANDIDATES} sessions (fewer under a cap on live sessions)`, () =>
-    sessions.provisionMany(CANDIDATES, { as: team }),
-  );
-  // Each session is older than a refusal's hold, and at least a second, before a stop of it can be throttled: its duration then proves it ran on.
-  const holdMs = Math.max(
-    ...candidates.map(
-      (candidate) => Math.max(BURST_HOLD_MS, holdBeforeMs(api, settings, candidate.created)) - (performance.now() - candidate.created.receivedAt),
-    ),
-  );
-  const clock = settings.declaredClock ? `: the target's clock counts in steps of ${settings.declaredClock.resolutionMs} ms` : '';
-  if (holdMs > 0) await step(`hold the sessions ${Math.round(holdMs)} ms${clock}`, () => sleep(holdMs, undefined, { signal: api.signal }));
-  // Where the run knows the team's rate, the burst is just wider than the room left in the window: a few refusals prove the limit, not hundreds.
-  const room = coordination.schedule(teamOf(team), 'interact').room();
-  const concurrency = room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2);
-  const bounds = `${settings.burstRequests} requests or ${settings.burstSeconds} s`;
-  const title = `the ${team.name} sends stops of an unknown job, ${concurrency} at a time${room === undefined ? '' : ` (its window has room for ${room})`}, until its first 429 (at most ${bounds}); once one gets 429, it also stops a live session of its own`;
-  // No other request of the run is in flight meanwhile: the burst would widen the intervals they measure.
-  const burst = await step(title, () =>
-    api.quietly(async () => {
-      // The other teams' plans have room (a stop of no job each answers, not 429): during the refusals they must still be served.
-      const before = await Promise.all(otherTeams(identities, team).map(async (as) => ({ as, answer: await api.stop(randomUUID(), as, { on429: 'once' }) })));
-      // A team whose rate is not known has shown room for one request, and a pair both admitted begins a window: two pairs at most.
-      const roomy = before
-        .filter(({ answer }) => answer.status !== 429)
-        .map(({ as }) => ({ as, room: coordination.schedule(teamOf(as), 'interact').room() ?? 2 }));
-      const sent = await sendBurst({ api, team, others: roomy.filter(({ room }) => room > 0), candidates, concurrency, planned: room !== undefined, settings });
-      // A limit shared with the burst team (per client address, say) drained the owner's too: the run waits for its recovery.
-      if (sent.others.some(({ as, answer }) => as === identities.owner && answer.status === 429)) await recover();
-      return { ...sent, before };
-    }),
-  );
+  const attempt = async () => {
+    const candidates = await step(`the ${team.name} provisions ${CANDIDATES} sessions (fewer under a cap on live sessions)`, () =>
+      sessions.provisionMany(CANDIDATES, { as: team }),
+    );
+    // Each session is older than a refusal's hold, and at least a second, before a stop of it can be throttled: its duration then proves it ran on.
+    const holdMs = Math.max(
+      ...candidates.map(
+        (candidate) => Math.max(BURST_HOLD_MS, holdBeforeMs(api, settings, candidate.created)) - (performance.now() - candidate.created.receivedAt),
+      ),
+    );
+    const clock = settings.declaredClock ? `: the target's clock counts in steps of ${settings.declaredClock.resolutionMs} ms` : '';
+    if (holdMs > 0) await step(`hold the sessions ${Math.round(holdMs)} ms${clock}`, () => sleep(holdMs, undefined, { signal: api.signal }));
+    // Where the run knows the team's rate, the burst is just wider than the room left in the window: a few refusals prove the limit, not hundreds.
+    const room = coordination.schedule(teamOf(team), 'interact').room();
+    const concurrency = room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2);
+    const bounds = `${settings.burstRequests} requests or ${settings.burstSeconds} s`;
+    const title = `the ${team.name} sends stops of an unknown job, ${concurrency} at a time${room === undefined ? '' : ` (its window has room for ${room})`}, until its first 429 (at most ${bounds}); once one gets 429, it also stops a live session of its own`;
+    // No other request of the run is in flight meanwhile: the burst would widen the intervals they measure.
+    return step(title, () =>
+      api.quietly(async () => {
+        // The other teams' plans have room (a stop of no job each answers, not 429): during the refusals they must still be served.
+        const before = await Promise.all(otherTeams(identities, team).map(async (as) => ({ as, answer: await api.stop(randomUUID(), as, { on429: 'once' }) })));
+        // A team whose rate is not known has shown room for one request, and a pair both admitted begins a window: two pairs at most.
+        const roomy = before
+          .filter(({ answer }) => answer.status !== 429)
+          .map(({ as }) => ({ as, room: coordination.schedule(teamOf(as), 'interact').room() ?? 2 }));
+        const sent = await sendBurst({
+          api,
+          team,
+          others: roomy.filter(({ room }) => room > 0),
+          candidates,
+          concurrency,
+          planned: room !== undefined,
+          settings,
+        });
+        // A limit shared with the burst team (per client address, say) drained the owner's too: the run waits for its recovery.
+        if (sent.others.some(({ as, answer }) => as === identities.owner && answer.status === 429)) await recover();
+        return { ...sent, before };
+      }),
+    );
+  };
+  const first = await attempt();
+  const again = async () => {
+    note(`every stop of its own during the burst got through: once the limiter recovered, the burst once more on ${CANDIDATES} fresh sessions`);
+    extendTimeout(settings.backoffBudgetMs + settings.burstSeconds * 1000 + 2 * settings.requestTimeoutMs);
+    await recover();
+    recovered = undefined;
+    const second = await attempt();
+    return { ...second, answers: [...first.answers, ...second.answers], others: [...first.others, ...second.others], lost: first.lost + second.lost };
+  };
+  // Every stop of its own got through (a window turned over before each on a starved runner): once more, on fresh sessions, where the budget has them.
+  const through = first.stops.length > 0 && first.stops.every((stop) => stop.answer.status !== 429);
+  const burst = through && first.answers.every((answer) => answer.status === 404 || answer.status === 429) && sessions.spare() ? await again() : first;
   // Another client of the team (ACCOUNT_CHECK=0) sends what the run cannot count.
   const sentIn = (from: number, to: number) => coordination.sentBy(teamOf(team), epochOf(from), epochOf(to));
   const rooms = () => otherTeams(identities, team).map((as) => ({ as, room: coordination.schedule(teamOf(as), 'interact').room() }));

@@ -91,7 +91,7 @@ export interface SessionsOptions {
   signal?: AbortSignal;
   /** A share of the run's budget (the sequences rule's): past it, or past the budget, provisioning throws BudgetSpent instead of ending the test as not verifiable. */
   allowance?: { left: number };
-  /** The run's session budget in force (SESSION_BUDGET, or less to fit CREDIT_BUDGET), and what the chosen tests need: what a test refused one is told would verify it. */
+  /** The most sessions the run opens (its prediction within SESSION_BUDGET, or less to fit CREDIT_BUDGET), and what the chosen tests need: what a test refused one is told would verify it. */
   budget?: { sessions: number; needed: number };
 }
 
@@ -446,7 +446,7 @@ export class Sessions {
       if (allowance) allowance.left -= 1;
       return () => (giveBack(ticket), allowance && (allowance.left += 1));
     }
-    const spent = `the run's session budget (${budget.sessions}: SESSION_BUDGET, or less to fit CREDIT_BUDGET) is spent`;
+    const spent = `the run's session budget (${budget.sessions}, as predicted: SESSION_BUDGET, or less to fit CREDIT_BUDGET) is spent`;
     if (allowance) throw new BudgetSpent(spent);
     return notVerifiable(
       `${spent}, so this test could not open its session${budget.needed ? `: a budget of ${budget.needed} or more verifies every chosen test` : ''}`,

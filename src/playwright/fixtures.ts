@@ -92,8 +92,9 @@ const sessionFixtures: Fixtures<
   { settings: Settings; ledger: Ledger }
 > = {
   sessions: async ({ api, identities, settings, ledger, target, testId }, use, testInfo) => {
-    const { budget, needed } = predict(settings);
-    const sessions = new Sessions({ api, identities, settings, ledger, testId, signal: api.signal, budget: { sessions: budget, needed } });
+    // The prediction is the most the run opens: second tries come out of it, never past it.
+    const { sessions: most, needed } = predict(settings);
+    const sessions = new Sessions({ api, identities, settings, ledger, testId, signal: api.signal, budget: { sessions: most, needed } });
     await use(sessions);
     // The test is over (or abandoned): end its requests and waits, then stop what it left running.
     api.cancel();
