@@ -15,11 +15,15 @@ registerKeys({ baseURL: settings.baseURL ?? '', embedded: settings.embedded }, s
 const LONGEST = ['**/10-sequences.spec.ts', '**/02-billing.spec.ts', ...(burstHasOwnTeam(settings) ? ['**/06-rate-limit.spec.ts'] : [])];
 /** Tests that judge the whole run (the account check), of the rules this run chose: a teardown of the project every other test depends on. */
 const chosen = RULE_IDS.filter((rule) => !settings.selectedRules || settings.selectedRules.includes(rule));
-const LAST = chosen.flatMap((rule) =>
+const lastFiles = chosen.flatMap((rule) =>
   filesOf(rule)
     .slice(1)
     .map((file) => `**/${file}`),
 );
+// Tests that spend a team's limit come last of all, after the account's: they would delay it by a window.
+const LAST = lastFiles.filter((file) => !file.endsWith('.last.spec.ts'));
+const LAST_OF_ALL = lastFiles.filter((file) => file.endsWith('.last.spec.ts'));
+const first = LAST.length ? ['the run'] : LAST_OF_ALL.length ? ['the whole run'] : [];
 const target = settings.embedded ? 'embedded reference' : settings.baseURL!;
 const prediction = predict(settings);
 
@@ -80,15 +84,18 @@ export default defineConfig({
   // browser: four of them at once, within the run's six workers.
   // The last project runs once every test of the others has ended, failed or not: Playwright runs a
   // project's teardown after all that depend on it, and 'the run' is an empty project for that alone.
+  // 'the whole run' is empty too: its teardown, last of all, waits for every project under it, 'after the run' included.
   projects: [
-    ...(LAST.length ? [{ name: 'the run', testMatch: /^$/, teardown: 'after the run' }] : []),
-    { name: 'rules, longest first', testMatch: LONGEST, workers: 5, dependencies: LAST.length ? ['the run'] : [] },
+    ...(LAST_OF_ALL.length ? [{ name: 'the whole run', testMatch: /^$/, teardown: 'last of all' }] : []),
+    ...(LAST.length ? [{ name: 'the run', testMatch: /^$/, teardown: 'after the run', dependencies: LAST_OF_ALL.length ? ['the whole run'] : [] }] : []),
+    { name: 'rules, longest first', testMatch: LONGEST, workers: 5, dependencies: first },
     {
       name: 'rules',
-      testIgnore: [...LONGEST, '**/*.account.spec.ts'],
+      testIgnore: [...LONGEST, '**/*.account.spec.ts', '**/*.last.spec.ts'],
       workers: settings.declaredClock || !settings.embedded ? 4 : 2,
-      dependencies: LAST.length ? ['the run'] : [],
+      dependencies: first,
     },
     ...(LAST.length ? [{ name: 'after the run', testMatch: LAST, fullyParallel: false }] : []),
+    ...(LAST_OF_ALL.length ? [{ name: 'last of all', testMatch: LAST_OF_ALL }] : []),
   ],
 });

@@ -449,7 +449,9 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       const short = await conformance(['--rule', 'billing', '--rule', 'foreign-team', '--rule', 'sequences'], { ...env, SESSION_BUDGET: '5' });
       assert.ok(seen.sessions <= 5, `${seen.sessions} sessions opened with SESSION_BUDGET=5`);
       const refused = notPassing(short.summary!).filter(
-        (t) => t.outcome === 'not verifiable' && /session budget \(5, as predicted: SESSION_BUDGET.*a budget of 7 or more verifies every chosen test/.test(t.note ?? ''),
+        (t) =>
+          t.outcome === 'not verifiable' &&
+          /session budget \(5, as predicted: SESSION_BUDGET.*a budget of 7 or more verifies every chosen test/.test(t.note ?? ''),
       );
       assert.equal(refused.length, 2, JSON.stringify(notPassing(short.summary!)));
       assert.equal(server.activeSessions().length, 0);

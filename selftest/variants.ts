@@ -640,6 +640,16 @@ export const faultyVariants: Variant[] = [
     }),
   },
   {
+    name: 'limiter-shared-by-plan',
+    breaks: 'rate-limit',
+    description:
+      "keys its limiter by plan, not team: the owner's and the foreign team's requests count in one window of 100 in 3 s (the burst team's plan apart), so one team's traffic gets the other refused",
+    options: behaviour((base, state) => {
+      const take = createRateLimiter({ limit: 100, windowMs: 3000 }, state.clock);
+      return { limit: (key) => (key.startsWith('team-burst:') || !key.endsWith(':interact') ? base.limit(key) : take('plan-standard:interact')) };
+    }),
+  },
+  {
     name: 'throttled-stop-still-stops',
     breaks: 'rate-limit',
     description: 'stops the session named in a stop it answers 429 (the limiter runs after the handler)',

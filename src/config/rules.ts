@@ -87,8 +87,11 @@ export const RULES = {
     title: 'Rule 6: a burst gets 429, a throttled stop does nothing, and the limiter recovers',
     section: 'Errors › Rate and concurrency; Limits',
     file: 'rules/06-rate-limit.spec.ts',
+    // After every other test: it spends the owner's limit.
+    lastFile: 'rules/06-rate-limit.last.spec.ts',
     tests: {
       burst: { level: 'must', checks: ['limited', 'other-answers', 'teams-isolated', 'recovers', 'throttled-reveals-nothing', 'throttled-stop-did-nothing'] },
+      'teams-apart': { level: 'must', checks: ['teams-isolated'] },
     },
   },
   'stop-is-final': {

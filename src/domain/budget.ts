@@ -66,7 +66,7 @@ export function predict(settings: Settings): Prediction {
       priceOf(settings, settings.billingMinuteHoldMs + SESSION_LIFE_MS) * minute +
       priceOf(settings, SESSION_LIFE_MS) * (sessions - minute) +
       SCRAPE_CREDITS * (sessions + jobs + 1);
-    const rest = tests.filter((id) => id !== 'sequences/random-histories' && id !== 'rate-limit/burst').length;
+    const rest = tests.filter((id) => id !== 'sequences/random-histories' && !id.startsWith('rate-limit/')).length;
     const sequenceRequests = Math.min(settings.sequenceBudget, sequences * SEQUENCE_REQUESTS_PER_SESSION);
     const owner = OWNER_REQUESTS_PER_TEST * rest + sequenceRequests;
     const requests: Record<string, number> = { 'owner team': owner, 'foreign team': FOREIGN_REQUESTS_PER_TEST * rest + Math.ceil(sequenceRequests / 4) };
@@ -74,6 +74,8 @@ export function predict(settings: Settings): Prediction {
     // Where the rate is known, the burst is just wider than the room in the window.
     const burstTeam = settings.burstApiKey || settings.embedded ? 'burst team' : 'owner team';
     if (tests.includes('rate-limit/burst')) requests[burstTeam] = (requests[burstTeam] ?? 0) + (rate ? rate.limit + 2 : settings.burstRequests);
+    // teams-apart spends the owner's limit as the burst does, last of all.
+    if (tests.includes('rate-limit/teams-apart')) requests['owner team'] += rate ? rate.limit + 2 : settings.burstRequests;
     return {
       sessions,
       sequences,

@@ -100,7 +100,7 @@ export async function sendBurst({
     while (!done()) {
       next += 1;
       // The first stop of its own goes right behind the first wave: a limit below the wave throttles it whatever the client's speed.
-      if (next === Math.min(concurrency, settings.burstRequests) && !tried && !pending) pending = stopNext();
+      if (next === Math.min(concurrency, settings.burstRequests) && !tried && candidates.length && !pending) pending = stopNext();
       // A stop of no job that failed on its way changes nothing: it is counted, and a few of them end nothing.
       const answer = await api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true }).catch((error: unknown) => {
         if (++lost > Math.max(5, next / 20)) throw error;

@@ -153,3 +153,37 @@ export async function ownLimit(
   const sent = log.sentIn(answer.sentAt - span, answer.receivedAt);
   return { limit, asked: [{ answer, sent, least: least + 1, after: `, right after the ${other.as.name}'s ${crowd.length} requests` }] };
 }
+
+/**
+ * After every other test: the owner spends its limit (stops of no job until a 429, as the burst
+ * does), and at each of its refusals the foreign team, whose plan showed room, stops no job beside
+ * it. A limit shared between the two teams (one per plan, per address) refuses the foreign team too.
+ */
+export async function teamsApart({
+  api,
+  identities,
+  settings,
+  coordination,
+}: {
+  api: Client;
+  identities: Identities;
+  settings: Settings;
+  coordination: Coordination;
+}) {
+  const { owner, foreign } = identities;
+  const teamOf = (as: Identity) => as.team ?? as.name;
+  const before = await api.stop(randomUUID(), foreign, { on429: 'once' });
+  if (before.status === 429) return { untold: `the ${foreign.name}'s plan had no room: its stop before was answered 429` };
+  const room = coordination.schedule(teamOf(owner), 'interact').room();
+  const concurrency = room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2);
+  const theirs = coordination.schedule(teamOf(foreign), 'interact').room() ?? 2;
+  const sent = await step(
+    `the ${owner.name} stops unknown jobs, ${concurrency} at a time, until its first 429; at a 429, the ${foreign.name} stops one beside it`,
+    () => sendBurst({ api, team: owner, others: [{ as: foreign, room: theirs }], candidates: [], concurrency, planned: room !== undefined, settings }),
+  );
+  if (!sent.answers.some((answer) => answer.status === 429))
+    return { untold: `the ${owner.name} met no limit in ${sent.answers.length} requests over ${(sent.burstMs / 1000).toFixed(1)} s` };
+  if (!sent.others.length)
+    return { untold: `each time the ${owner.name} was refused, its next stop beside the ${foreign.name}'s was admitted (a window began between)` };
+  return { during: sent.others.map(({ as, answer }) => ({ as: { name: as.name }, answer })) };
+}
