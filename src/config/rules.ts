@@ -14,6 +14,8 @@ interface TestEntry {
   checks: readonly string[];
   /** Runs after every other test of the run (its rule's last file), once per shard: it judges the whole run, or a fault it provokes would starve the others. */
   runWide?: true;
+  /** Runs last of all (its rule's last file): it spends the owner's limit, which would hold up every other test. */
+  last?: true;
 }
 
 interface RuleEntry {
@@ -87,11 +89,10 @@ export const RULES = {
     title: 'Rule 6: a burst gets 429, a throttled stop does nothing, and the limiter recovers',
     section: 'Errors › Rate and concurrency; Limits',
     file: 'rules/06-rate-limit.spec.ts',
-    // After every other test: it spends the owner's limit.
     lastFile: 'rules/06-rate-limit.last.spec.ts',
     tests: {
       burst: { level: 'must', checks: ['limited', 'other-answers', 'teams-isolated', 'recovers', 'throttled-reveals-nothing', 'throttled-stop-did-nothing'] },
-      'teams-apart': { level: 'must', checks: ['teams-isolated'] },
+      'teams-apart': { level: 'must', checks: ['teams-isolated'], last: true },
     },
   },
   'stop-is-final': {
