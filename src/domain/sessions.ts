@@ -313,6 +313,18 @@ export class Sessions {
     return budget.sessions - budget.needed > 2 && this.budgetLeft() > 0;
   }
 
+  /** Takes `count` sessions of the run's budget for sessions opened outside these (a replay): all of them, or none and false. */
+  fromBudget(count: number): boolean {
+    const { settings, budget = { sessions: settings.sessionBudget, needed: 0 } } = this.options;
+    const tickets: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const ticket = this.options.api.coordination?.takeSession(budget.sessions, settings.budgetFolder);
+      if (!ticket) return (tickets.forEach(giveBack), false);
+      tickets.push(ticket);
+    }
+    return true;
+  }
+
   /** How many sessions of the run's budget are left, every worker's together. */
   budgetLeft(): number {
     const { settings, budget = { sessions: settings.sessionBudget, needed: 0 } } = this.options;

@@ -104,6 +104,14 @@ export async function auditAccount({
   for (const blamed of verdict.outcome === 'fail' ? (verdict.blames ?? []) : []) {
     const composed = composeFor(blamed.jobs);
     if (!composed) continue;
+    // The replay's sessions come out of the run's budget, as every other session does.
+    if (!sessions.fromBudget(blamed.jobs.length)) {
+      verdict = {
+        outcome: 'not verifiable',
+        message: `${blamed.message}; replaying the ${blamed.jobs.length} session(s) blamed alone would take as many of the session budget, which has ${sessions.budgetLeft()} left`,
+      };
+      break;
+    }
     charged = composed;
     extendTimeout(replayBudgetMs(composed, settings));
     const confirmed = await step(`the sessions blamed (${blamed.jobs.join(', ')}), replayed alone: the account must be charged again`, () =>
