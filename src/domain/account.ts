@@ -377,7 +377,8 @@ function judgeCharges(
   const charged = round(opening - closing.remaining);
   // Compared unrounded, shown rounded: a settlement reported to nine places is matched to nine places.
   const exactly = opening - closing.remaining - settled.reduce((sum, one) => sum + one.credits, 0) - spending.scrapes.credits;
-  const difference = round(exactly);
+  // Shown to six places, or to three significant digits below that: an excess past the tolerance never reads as 0.
+  const difference = Math.abs(exactly) < 5e-7 ? +exactly.toPrecision(3) : round(exactly);
   const tolerance = accountTolerance(spending);
   const figures =
     `the owner team's account was charged ${charged} credit(s) (${opening} credit(s) left before the run's first scrape, ${closing.remaining} credit(s) after its last settlement); ` +
