@@ -172,11 +172,19 @@ export async function teamsApart({
 }) {
   const { owner, foreign } = identities;
   const teamOf = (as: Identity) => as.team ?? as.name;
+  const theirWindow = coordination.schedule(teamOf(foreign), 'interact');
+  // Room for its stop before and two pairs, where its rate is known: the run's own requests may have filled its window.
+  const until = performance.now() + settings.backoffBudgetMs;
+  while ((theirWindow.room() ?? 3) < 3) {
+    if (performance.now() > until)
+      return { untold: `the ${foreign.name}'s window had no room for 3 requests within BACKOFF_BUDGET_MS (${settings.backoffBudgetMs} ms)` };
+    await sleep(Math.min(1000, theirWindow.rate()!.windowMs / 4), undefined, { signal: api.signal });
+  }
   const before = await api.stop(randomUUID(), foreign, { on429: 'once' });
   if (before.status === 429) return { untold: `the ${foreign.name}'s plan had no room: its stop before was answered 429` };
   const room = coordination.schedule(teamOf(owner), 'interact').room();
   const concurrency = room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2);
-  const theirs = coordination.schedule(teamOf(foreign), 'interact').room() ?? 2;
+  const theirs = theirWindow.room() ?? 2;
   const sent = await step(
     `the ${owner.name} stops unknown jobs, ${concurrency} at a time, until its first 429; at a 429, the ${foreign.name} stops one beside it`,
     () => sendBurst({ api, team: owner, others: [{ as: foreign, room: theirs }], candidates: [], concurrency, planned: room !== undefined, settings }),
