@@ -9,9 +9,10 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { lastStatusOf, RunError } from '../src/config/errors';
 import type { Answer } from '../src/domain/answer';
-import { capHeldFlag, capsHeld, openingOf } from '../src/domain/cap-discovery';
+import { capBelowPeak, capHeldFlag, capsHeld, openingOf } from '../src/domain/cap-discovery';
 import type { Client } from '../src/domain/client';
 import { Ledger } from '../src/domain/ledger';
+import { judge, runCheck } from '../src/domain/named-checks';
 import type { Identity } from '../src/domain/target';
 import { tempDir } from './temp';
 
@@ -153,4 +154,42 @@ test('a cap that refused a team empty-handed is asked again: still refused for a
   asked.length = 0;
   const shared = await capsHeld(api, teams, false, async () => answer(200));
   assert.deepEqual([asked, shared.kept, shared.freed, shared.untold.length], [[], [], [], 3]);
+});
+
+test('the most sessions surely live at once run from an interact answered 200 to the sending of its stop; a cap below them, shown one after the other, fails cap-kept', async () => {
+  const ledger = new Ledger(path.join(tempDir('ledger-'), 'ledger.jsonl'));
+  const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
+  const life = (jobId: string, live: number, sent: number, identity = owner.name) => [
+    { event: 'created', at: at(live - 1), target: TARGET, embedded: false, jobId, identity },
+    { event: 'live', at: at(live), target: TARGET, jobId, identity },
+    { event: 'ended', at: at(sent + 5), target: TARGET, jobId, identity, status: 200, sent: at(sent) },
+  ];
+  const jobs = ['a', 'b', 'c', 'd', 'e'].map((letter) => `${letter.repeat(8)}-1111-4111-8111-111111111111`);
+  const entries = [
+    ...life(jobs[0], 0, 100),
+    ...life(jobs[1], 10, 100),
+    ...life(jobs[2], 20, 100),
+    // Its stop was sent as the fourth went live: never live together.
+    ...life(jobs[3], 100, 200),
+    // Another team's session counts for that team alone.
+    ...life(jobs[4], 30, 90, 'foreign team'),
+  ].sort((x, y) => x.at.localeCompare(y.at));
+  writeFileSync(ledger.file, entries.map((entry) => JSON.stringify(entry)).join('\n') + '\n');
+  const peak = ledger.mostLive(TARGET, owner.name);
+  assert.deepEqual([peak.count, peak.jobs], [3, jobs.slice(0, 3)]);
+  assert.equal(ledger.mostLive(TARGET, 'foreign team').count, 1);
+
+  const answer = (status: number, text: string) => ({ status, text, headers: {}, method: 'POST', path: '/v2/scrape/x/interact' }) as unknown as Answer;
+  const capped = answer(429, '{"success":false,"error":"Concurrency limit exceeded: at most 2 browser sessions at once."}');
+  const opens = (...answers: Answer[]) => {
+    const left = [...answers];
+    return async () => left.shift()!;
+  };
+  const below = await capBelowPeak(opens(answer(200, '{}'), answer(200, '{}'), capped), 3);
+  assert.deepEqual(below && 'refused' in below && below.live, 2);
+  assert.throws(() => runCheck(judge.capKeptAllRun(peak, 2, capped)), /refused for a cap once 2 were live[\s\S]*held 3 live at once[\s\S]*got past the cap/);
+  assert.doesNotThrow(() => runCheck(judge.capKeptAllRun(peak, 3, capped)));
+  assert.equal(await capBelowPeak(opens(answer(200, '{}'), answer(200, '{}'), answer(200, '{}')), 3), undefined, 'each opened: any cap is above');
+  const rate = await capBelowPeak(opens(answer(429, '{"success":false,"error":"Rate limit exceeded"}')), 3);
+  assert.match(rate && 'untold' in rate ? rate.untold : '', /number 1 was answered [^\n]*429[\s\S]*not a cap's refusal in words/);
 });

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { notVerifiable } from '../checks/checks';
 import type { Settings } from '../config/settings';
+import { readRefusal } from '../http/limits';
 import { type Answer, type Client, summary } from './client';
 import type { Ledger } from './ledger';
 import type { Identity } from './target';
@@ -23,11 +24,26 @@ interface CapHeld {
   at: number;
 }
 
-/** How long after a cap refused a team empty-handed it is asked again: a browser still being released by then was not released by its stop. */
 /** The most sessions a test opens at once to show a cap's slots (the hosted service's caps are lower). */
 export const MOST_AT_ONCE = 8;
 
+/** How long after a cap refused a team empty-handed it is asked again: a browser still being released by then was not released by its stop. */
 export const CAP_CONFIRM_MS = 30_000;
+
+/**
+ * Where no cap is known: as many sessions as the run held live at once (`peak`), opened one after
+ * the other by `open`, never at once. A refusal for a cap among them (in words) shows a cap below
+ * that peak, which interacts sent together got past. Undefined when each opened.
+ */
+export async function capBelowPeak(open: () => Promise<Answer>, peak: number): Promise<{ refused: Answer; live: number } | { untold: string } | undefined> {
+  for (let live = 0; live < peak; live++) {
+    const answer = await open();
+    if (answer.status === 200) continue;
+    if (answer.status === 429 && readRefusal(answer.text, answer.headers).kind === 'cap') return { refused: answer, live };
+    return { untold: `of sessions opened one after the other, number ${live + 1} was answered ${summary(answer)}, not a cap's refusal in words` };
+  }
+  return undefined;
+}
 
 /**
  * Each team whose cap refused it while the run held nothing, asked again once the run holds nothing

@@ -370,7 +370,7 @@ async function record({ target, ledger, attach, onAnswer, coordination }: Client
   if (jobId && answer.method === 'DELETE' && answer.status === 200 && !(request.as.owner && ledger?.endedHere(target.baseURL, jobId, request.as.name)))
     countCredits(answer.body?.creditsBilled);
   if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
-    ledger.ended({ target: target.baseURL, jobId, identity: request.as.name, status: answer.status });
+    ledger.ended({ target: target.baseURL, jobId, identity: request.as.name, status: answer.status, sent: new Date(epochOf(answer.sentAt)).toISOString() });
   } else if (ledger && jobId && settled && request.as.team && request.as.team !== 'foreign') {
     // Settled under another scheme word with the owner's key: the session ended all the same, so nobody stops it again.
     // Another team's settlement is a fault its test reports; the teardown still stops the session.

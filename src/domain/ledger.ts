@@ -14,7 +14,7 @@ import { type Settled, sameSettlement } from './settlements';
 export type LedgerEntry =
   | { event: 'created'; at: string; target: string; embedded: boolean; jobId: string; identity: string; test?: string }
   | { event: 'live' | 'opening' | 'not-opened' | 'maybe-open'; at: string; target: string; jobId: string; identity: string; status?: number }
-  | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number }
+  | { event: 'ended'; at: string; target: string; jobId: string; identity: string; status: number; sent?: string }
   | ({ event: 'settled'; at: string; target: string; jobId: string; identity: string } & Settled)
   | { event: 'reported'; at: string; target: string; jobId: string; identity: string; stated?: true }
   | { event: 'priced'; at: string; target: string; jobId: string; identity: string; credits: number }
@@ -55,7 +55,8 @@ export class Ledger {
     this.write({ event, at: new Date().toISOString(), ...entry });
   }
 
-  ended(entry: { target: string; jobId: string; identity: string; status: number }): void {
+  /** `sent`: when the stop that ended it was sent, where the run's own client sent it. */
+  ended(entry: { target: string; jobId: string; identity: string; status: number; sent?: string }): void {
     this.write({ event: 'ended', at: new Date().toISOString(), ...entry });
     this.endedInThisProcess.add(`${entry.target} ${jobKey(entry.jobId)} ${entry.identity}`);
   }
@@ -125,6 +126,30 @@ export class Ledger {
       .filter((session) => !session.settled.length && !session.stated && session.reports && session.openedAt !== undefined)
       .map(({ jobId, openedAt, reportedAt, reports }) => ({ jobId, lifeMs: reportedAt! - openedAt! + 2, reports }));
     return { settlements, scrapes, ...(silent.length ? { silent } : {}) };
+  }
+
+  /**
+   * The most sessions of `identity` that were surely live at once: each from its interact's 200 to
+   * the sending of the stop that ended it (a session its own client did not stop is left out).
+   */
+  mostLive(target: string, identity: string): { count: number; at?: number; jobs: string[] } {
+    const since = new Map<string, number>();
+    const lives: { jobId: string; from: number; to: number }[] = [];
+    const mine = new Set<string>();
+    for (const entry of this.entries()) {
+      if (entry.target !== target || !('jobId' in entry) || entry.jobId === undefined) continue;
+      const key = jobKey(entry.jobId);
+      if (entry.event === 'created' && entry.identity === identity) mine.add(key);
+      else if (entry.event === 'live' && mine.has(key) && !since.has(key)) since.set(key, Date.parse(entry.at));
+      else if (entry.event === 'ended' && entry.identity === identity && entry.sent && since.has(key))
+        lives.push({ jobId: entry.jobId, from: since.get(key)!, to: Date.parse(entry.sent) }), since.delete(key);
+    }
+    let most: { count: number; at?: number; jobs: string[] } = { count: 0, jobs: [] };
+    for (const { from } of lives) {
+      const at = lives.filter((life) => life.from <= from && from < life.to);
+      if (at.length > most.count) most = { count: at.length, at: from, jobs: at.map((life) => life.jobId) };
+    }
+    return most;
   }
 
   /**

@@ -5,7 +5,7 @@
 
 import { notVerifiable } from '../../src/checks/checks';
 import { OPENS, spec, TEST_IDS } from '../../src/config/rules';
-import { CAP_CONFIRM_MS, capsHeld, MOST_AT_ONCE } from '../../src/domain/cap-discovery';
+import { CAP_CONFIRM_MS, capBelowPeak, capsHeld, MOST_AT_ONCE } from '../../src/domain/cap-discovery';
 import { type Answer, summary } from '../../src/domain/client';
 import { judge } from '../../src/domain/named-checks';
 import { STRAY_SETTLEMENTS } from '../../src/domain/run-judges';
@@ -19,7 +19,7 @@ import type { TraceStep } from '../../src/reproduction/trace';
 test(
   'interacts that would open a session, sent at once on one job, open one: one stop ends it, and the team keeps every slot of its cap',
   spec('stop-is-final/simultaneous-opens'),
-  async ({ api, sessions, identities, settings, check }, testInfo) => {
+  async ({ api, sessions, identities, settings, ledger, check }, testInfo) => {
     // Two waits of CAP_CONFIRM_MS at most: a cap that refused a team while the run held none of its sessions, asked again later (the run is
     // each team's only client, as its account check holds), and a slot the last stop releases late.
     testInfo.setTimeout(testInfo.timeout + 2 * CAP_CONFIRM_MS);
@@ -40,11 +40,25 @@ test(
     await check('stop', judge.status(stop, 200));
     const again = await test.step('the owner stops it again', () => api.stop(jobId, identities.owner));
     await check('one-session', judge.oneSession(again, stop));
-    if (cap === undefined)
-      return void test.info().annotations.push({
+    if (cap === undefined) {
+      // As many sessions one after the other as the run held live at once: a cap below that, refusing one of them, was not kept.
+      const peak = ledger.mostLive(api.target.baseURL, identities.owner.name);
+      const room = sessions.budgetLeft() - (OPENS['stop-is-final/account']?.sessions ?? 0);
+      const below =
+        peak.count > 1 && peak.count <= MOST_AT_ONCE && room >= peak.count
+          ? await test.step(`the owner opens ${peak.count} sessions one after the other, as many as it held live at once`, () =>
+              capBelowPeak(async () => (await sessions.openAtOnce(1, { once: true })).opens[0], peak.count))
+          : { untold: `cap-kept: not asked, the owner held ${peak.count} live at once and the budget has ${room} session(s) left for it` };
+      if (below && 'refused' in below) return check('cap-kept', judge.capKeptAllRun(peak, below.live, below.refused));
+      testInfo.annotations.push({
+        type: 'note',
+        description: below?.untold ?? `cap-kept: ${peak.count} sessions opened one after the other, as many as the owner held live at once: any cap is above that`,
+      });
+      return void testInfo.annotations.push({
         type: 'note',
         description: 'no cap on live sessions is known: a slot a session opened beside the first still held would not show',
       });
+    }
     // A cap the target states (up front, or in its refusals' words): every slot free again (a session nobody can stop holds one), and
     // one more at once refused. An inferred cap may be too high, and one above MOST_AT_ONCE too costly to fill: one session.
     const stated = sessions.statedCap();
