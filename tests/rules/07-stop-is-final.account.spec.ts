@@ -48,11 +48,14 @@ test(
         peak.count > 1 && peak.count <= MOST_AT_ONCE && room >= peak.count
           ? await test.step(`the owner opens ${peak.count} sessions one after the other, as many as it held live at once`, () =>
               capBelowPeak(async () => (await sessions.openAtOnce(1, { once: true })).opens[0], peak.count))
-          : { untold: `cap-kept: not asked, the owner held ${peak.count} live at once and the budget has ${room} session(s) left for it` };
+          : {
+              untold: `cap-kept: not asked, the owner held ${peak.count} live at once and the budget has ${room} session(s) left for as many${peak.count > MOST_AT_ONCE ? '' : ` (SESSION_BUDGET=${settings.sessionBudget + peak.count - room} asks it)`}`,
+            };
       if (below && 'refused' in below) return check('cap-kept', judge.capKeptAllRun(peak, below.live, below.refused));
       testInfo.annotations.push({
         type: 'note',
-        description: below?.untold ?? `cap-kept: ${peak.count} sessions opened one after the other, as many as the owner held live at once: any cap is above that`,
+        description:
+          below?.untold ?? `cap-kept: ${peak.count} sessions opened one after the other, as many as the owner held live at once: any cap is above that`,
       });
       return void testInfo.annotations.push({
         type: 'note',
