@@ -49,7 +49,7 @@ test(
           ? await test.step(`the owner opens ${peak.count} sessions one after the other, as many as it held live at once`, () =>
               capBelowPeak(async () => (await sessions.openAtOnce(1, { once: true })).opens[0], peak.count))
           : {
-              untold: `cap-kept: not asked, the owner held ${peak.count} live at once and the budget has ${room} session(s) left for as many${peak.count > MOST_AT_ONCE ? '' : ` (SESSION_BUDGET=${settings.sessionBudget + peak.count - room} asks it)`}`,
+              untold: `cap-kept: not asked, the owner held ${peak.count} live at once and the budget has ${room} session(s) left for as many (SESSION_CAP, where the cap is known, has it checked)`,
             };
       if (below && 'refused' in below) return check('cap-kept', judge.capKeptAllRun(peak, below.live, below.refused));
       testInfo.annotations.push({
