@@ -192,6 +192,8 @@ export async function teamsApart({
   if (!sent.answers.some((answer) => answer.status === 429))
     return { untold: `the ${owner.name} met no limit in ${sent.answers.length} requests over ${(sent.burstMs / 1000).toFixed(1)} s` };
   if (!sent.others.length)
-    return { untold: `each time the ${owner.name} was refused, its next stop beside the ${foreign.name}'s was admitted (a window began between)` };
+    return {
+      untold: `no stop of the ${owner.name} beside the ${foreign.name}'s was refused (a window began between), in at most ${Math.min(3, theirs)} pair(s), as the ${foreign.name}'s room allowed`,
+    };
   return { during: sent.others.map(({ as, answer }) => ({ as: { name: as.name }, answer })) };
 }
