@@ -185,11 +185,17 @@ test('the most sessions surely live at once run from an interact answered 200 to
     const left = [...answers];
     return async () => left.shift()!;
   };
-  const below = await capBelowPeak(opens(answer(200, '{}'), answer(200, '{}'), capped), 3);
+  const below = await capBelowPeak(opens(answer(200, '{}'), answer(200, '{}'), capped, capped), 3, 1500);
   assert.deepEqual(below && 'refused' in below && below.live, 2);
   assert.throws(() => runCheck(judge.capKeptAllRun(peak, 2, capped)), /refused for a cap once 2 were live[\s\S]*held 3 live at once[\s\S]*got past the cap/);
   assert.doesNotThrow(() => runCheck(judge.capKeptAllRun(peak, 3, capped)));
   assert.equal(await capBelowPeak(opens(answer(200, '{}'), answer(200, '{}'), answer(200, '{}')), 3), undefined, 'each opened: any cap is above');
+  // A slot released late: the refusal asked again opens.
+  assert.equal(
+    await capBelowPeak(opens(answer(200, '{}'), capped, answer(200, '{}'), answer(200, '{}')), 3, 1500),
+    undefined,
+    'a late release is no cap below',
+  );
   const rate = await capBelowPeak(opens(answer(429, '{"success":false,"error":"Rate limit exceeded"}')), 3);
   assert.match(rate && 'untold' in rate ? rate.untold : '', /number 1 was answered [^\n]*429[\s\S]*not a cap's refusal in words/);
 });

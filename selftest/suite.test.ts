@@ -97,3 +97,85 @@ test("Playwright's bundles load from the code cache the command preloads: the fi
   const second = await load();
   assert.deepEqual([second.hits, second.misses], [first.misses, 0], 'the second process compiled none of them');
 });
+
+// src/checks/expect.ts: plain comparisons first, Playwright's expect where one fails.
+test("checks run quickly agree with Playwright's expect: what passes, what fails, and the message", async () => {
+  const { checkQuickly, expect } = await import('../src/checks/expect');
+  const stop = { success: true, sessionDurationMs: 1250, creditsBilled: 0.041667 };
+  const cases: [string, () => void][] = [
+    ['toBe', () => expect(200).toBe(200)],
+    ['toBe, another value', () => expect(404).toBe(200)],
+    ['toBe, NaN', () => expect(NaN).toBe(NaN)],
+    ['toBe, 0 and -0', () => expect(-0).toBe(0)],
+    ['toBe, an equal object', () => expect({}).toBe({})],
+    ['not.toBe', () => expect(undefined).not.toBe(true)],
+    ['not.toBe, the same', () => expect(true).not.toBe(true)],
+    ['>=', () => expect(3).toBeGreaterThanOrEqual(3)],
+    ['>=, below', () => expect(2.9).toBeGreaterThanOrEqual(3)],
+    ['>=, a string', () => expect('5' as any).toBeGreaterThanOrEqual(3)],
+    ['<=', () => expect(3).toBeLessThanOrEqual(3)],
+    ['<=, above', () => expect(3.1).toBeLessThanOrEqual(3)],
+    ['<=, null', () => expect(null as any).toBeLessThanOrEqual(3)],
+    ['<', () => expect(499).toBeLessThan(500)],
+    ['<, equal', () => expect(500).toBeLessThan(500)],
+    ['<, NaN', () => expect(NaN).toBeLessThan(500)],
+    ['toBeOneOf', () => expect(404).toBeOneOf([200, 404])],
+    ['toBeOneOf, another value', () => expect(502).toBeOneOf([200, 404])],
+    ['toBeOneOf, NaN', () => expect(NaN).toBeOneOf([NaN])],
+    ['toBeOneOf, a string', () => expect('404').toBeOneOf([200, 404])],
+    ['toContain', () => expect([200, 404]).toContain(404)],
+    ['toContain, missing', () => expect([200, 404]).toContain(500)],
+    ['toContain, NaN', () => expect([NaN]).toContain(NaN)],
+    ['toContain, a string', () => expect('a 404 answer').toContain('404')],
+    ['toContain, "4" in a number', () => expect(404 as any).toContain(4)],
+    ['toEqual []', () => expect([]).toEqual([])],
+    ['toEqual [], not empty', () => expect(['creditsBilled']).toEqual([])],
+    ['toEqual [], an object', () => expect({} as any).toEqual([])],
+    ['toEqual, expecting more', () => expect([]).toEqual(['creditsBilled'])],
+    ['toEqual, an object', () => expect({ a: 1 }).toEqual({ a: 1 })],
+    ['toEqual, another object', () => expect({ a: 1 }).toEqual({ a: 2 })],
+    ['toMatchSchema', () => expect(stop).toMatchSchema('stop-result')],
+    ['toMatchSchema, breaking it', () => expect({ ...stop, success: 'yes' }).toMatchSchema('stop-result')],
+    ['toMatch, no plain form', () => expect('Forbidden.').toMatch(/forbid/i)],
+    ['toMatch, no plain form, failing', () => expect('Forbidden.').toMatch(/nothing/)],
+    ['>=, a string expected', () => expect(5).toBeGreaterThanOrEqual('3' as any)],
+    ['<=, null expected', () => expect(5).toBeLessThanOrEqual(null as any)],
+    ['<, undefined expected', () => expect(5).toBeLessThan(undefined as any)],
+    ['toContain, a number in a string', () => expect('a 404 answer').toContain(404 as any)],
+    ['toContain, undefined in a string', () => expect('a 404 answer').toContain(undefined as any)],
+    [
+      'a throw of the checks',
+      () => {
+        throw new TypeError('broken check');
+      },
+    ],
+  ];
+  const outcome = (run: () => void) => {
+    try {
+      run();
+      return 'pass';
+    } catch (error) {
+      return String((error as Error).message);
+    }
+  };
+  for (const [name, check] of cases)
+    assert.equal(
+      outcome(() => checkQuickly(check)),
+      outcome(check),
+      name,
+    );
+  assert.equal(
+    outcome(() => expect(1).toBe(1)),
+    'pass',
+    "after them, expect is Playwright's again",
+  );
+  assert.match(
+    outcome(() => checkQuickly(() => expect(404, 'status').toBe(200))),
+    /status[\s\S]*Expected: 200[\s\S]*Received: 404/,
+  );
+  // The value judged is the one received, the allowed set the one expected.
+  assert.match(
+    outcome(() => checkQuickly(() => expect(502, 'status').toBeOneOf([200, 404]))),
+    /status[\s\S]*Expected: one of \[200, 404\]\nReceived: 502/,
+  );
+});

@@ -377,8 +377,9 @@ function judgeCharges(
   const charged = round(opening - closing.remaining);
   // Compared unrounded, shown rounded: a settlement reported to nine places is matched to nine places.
   const exactly = opening - closing.remaining - settled.reduce((sum, one) => sum + one.credits, 0) - spending.scrapes.credits;
-  // Shown to six places, or to three significant digits below that: an excess past the tolerance never reads as 0.
-  const difference = Math.abs(exactly) < 5e-7 ? +exactly.toPrecision(3) : round(exactly);
+  // Shown to six places, or to twelve below a millionth: an excess past the tolerance never reads as 0.
+  const shown = (credits: number) => (Math.abs(credits) < 5e-7 ? credits.toFixed(12).replace(/0+$/, '') : String(round(credits)));
+  const difference = shown(exactly);
   const tolerance = accountTolerance(spending);
   const figures =
     `the owner team's account was charged ${charged} credit(s) (${opening} credit(s) left before the run's first scrape, ${closing.remaining} credit(s) after its last settlement); ` +
@@ -387,7 +388,7 @@ function judgeCharges(
   if (exactly < 0) {
     return {
       outcome: 'not verifiable',
-      message: `${figures}: ${-difference} credit(s) fewer, which a charge still queued after ACCOUNT_SETTLE_MS=${settleMs} would explain (raise it)`,
+      message: `${figures}: ${shown(-exactly)} credit(s) fewer, which a charge still queued after ACCOUNT_SETTLE_MS=${settleMs} would explain (raise it)`,
     };
   }
   if (spending.scrapes.unpriced) {

@@ -32,14 +32,24 @@ export const CAP_CONFIRM_MS = 30_000;
 
 /**
  * Where no cap is known: as many sessions as the run held live at once (`peak`), opened one after
- * the other by `open`, never at once. A refusal for a cap among them (in words) shows a cap below
- * that peak, which interacts sent together got past. Undefined when each opened.
+ * the other by `open`, never at once. A refusal for a cap among them (in words, still there after
+ * `confirmMs`) shows a cap below that peak, which interacts sent together got past. Undefined when each opened.
  */
-export async function capBelowPeak(open: () => Promise<Answer>, peak: number): Promise<{ refused: Answer; live: number } | { untold: string } | undefined> {
+export async function capBelowPeak(
+  open: () => Promise<Answer>,
+  peak: number,
+  confirmMs = CAP_CONFIRM_MS,
+): Promise<{ refused: Answer; live: number } | { untold: string } | undefined> {
+  const forCap = (answer: Answer) => answer.status === 429 && readRefusal(answer.text, answer.headers).kind === 'cap';
   for (let live = 0; live < peak; live++) {
-    const answer = await open();
+    let answer = await open();
+    // A slot a stop just before released late: asked again at growing intervals, within confirmMs.
+    for (let wait = 1000, until = performance.now() + confirmMs; forCap(answer) && performance.now() + wait < until; wait *= 2) {
+      await sleep(wait);
+      answer = await open();
+    }
     if (answer.status === 200) continue;
-    if (answer.status === 429 && readRefusal(answer.text, answer.headers).kind === 'cap') return { refused: answer, live };
+    if (forCap(answer)) return { refused: answer, live };
     return { untold: `of sessions opened one after the other, number ${live + 1} was answered ${summary(answer)}, not a cap's refusal in words` };
   }
   return undefined;

@@ -130,7 +130,7 @@ export class Ledger {
 
   /**
    * The most sessions of `identity` that were surely live at once: each from its interact's 200 to
-   * the sending of the stop that ended it (a session its own client did not stop is left out).
+   * the sending of the stop that ended it with a 200 (a session its own client did not stop is left out).
    */
   mostLive(target: string, identity: string): { count: number; at?: number; jobs: string[] } {
     const since = new Map<string, number>();
@@ -141,8 +141,11 @@ export class Ledger {
       const key = jobKey(entry.jobId);
       if (entry.event === 'created' && entry.identity === identity) mine.add(key);
       else if (entry.event === 'live' && mine.has(key) && !since.has(key)) since.set(key, Date.parse(entry.at));
-      else if (entry.event === 'ended' && entry.identity === identity && entry.sent && since.has(key))
-        lives.push({ jobId: entry.jobId, from: since.get(key)!, to: Date.parse(entry.sent) }), since.delete(key);
+      // A stop answered 404 found it gone already: when it ended is not known, and it counts for nothing.
+      else if (entry.event === 'ended' && entry.identity === identity && since.has(key)) {
+        if (entry.sent && entry.status === 200) lives.push({ jobId: entry.jobId, from: since.get(key)!, to: Date.parse(entry.sent) });
+        since.delete(key);
+      }
     }
     let most: { count: number; at?: number; jobs: string[] } = { count: 0, jobs: [] };
     for (const { from } of lives) {

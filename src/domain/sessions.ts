@@ -307,10 +307,10 @@ export class Sessions {
     return sleep(Math.max(0, ms - (performance.now() - session.created.receivedAt)), undefined, { signal: this.options.signal });
   }
 
-  /** Whether the budget has sessions beyond what the rules' own tests need (the sequences rule's share), and one left. */
-  spare(): boolean {
+  /** Whether the budget has sessions beyond what the rules' own tests need (the sequences rule's share), and `count` left. */
+  spare(count = 1): boolean {
     const { settings, budget = { sessions: settings.sessionBudget, needed: 0 } } = this.options;
-    return budget.sessions - budget.needed > 2 && this.budgetLeft() > 0;
+    return budget.sessions - budget.needed > 2 && this.budgetLeft() >= count;
   }
 
   /** Takes `count` sessions of the run's budget for sessions opened outside these (a replay): all of them, or none and false. */

@@ -92,8 +92,10 @@ const sessionFixtures: Fixtures<
   { settings: Settings; ledger: Ledger }
 > = {
   sessions: async ({ api, identities, settings, ledger, target, testId }, use, testInfo) => {
-    // The prediction is the most the run opens: second tries come out of it, never past it.
-    const { sessions: most, needed } = predict(settings);
+    // The prediction is the most the run opens: second tries come out of it, never past it. Shards and the burst's run after them
+    // share the whole run's budget (one folder of tickets), each with a prediction of its own part.
+    const { sessions: predicted, budget, needed } = predict(settings);
+    const most = settings.budgetFolder ? budget : predicted;
     const sessions = new Sessions({ api, identities, settings, ledger, testId, signal: api.signal, budget: { sessions: most, needed } });
     await use(sessions);
     // The test is over (or abandoned): end its requests and waits, then stop what it left running.

@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as FastCheck from 'fast-check';
 import type { NamedCall } from '../checks/checks';
+import { checkQuickly } from '../checks/expect';
 import { DeclaredBehaviour, plain, RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
 import { boundsOf, durationVerdict, expectCreditsFor, measuredInterval } from '../domain/billing';
@@ -106,7 +107,7 @@ export function disagreement(error: unknown): string {
  */
 export async function expecting(history: History, rule: string, call: NamedCall): Promise<void> {
   try {
-    runCheck(call);
+    checkQuickly(() => void runCheck(call));
   } catch (error) {
     const message = `${rule}: ${disagreement(error)}`;
     history.note(`✗ ${message}`);
@@ -150,7 +151,7 @@ async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer
   if (answer.body?.creditsBilled === undefined) return;
   real.examined.charges += 1;
   try {
-    expectCreditsFor(answer.body, interval, real.settings);
+    checkQuickly(() => expectCreditsFor(answer.body, interval, real.settings));
   } catch (error) {
     const message = disagreement(error);
     // A charge the target's declared billing rule gives: its known deviation, never a failure.
