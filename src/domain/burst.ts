@@ -34,6 +34,7 @@ export async function sendBurst({
   concurrency,
   planned,
   settings,
+  windowAhead = false,
 }: {
   api: Client;
   team: Identity;
@@ -44,6 +45,8 @@ export async function sendBurst({
   /** Sized to the room left in a known window: a lane ends at a 429 once a stop of its own was throttled. */
   planned: boolean;
   settings: Pick<Settings, 'burstRequests' | 'burstSeconds'>;
+  /** Ahead of each pair, as many of the team's stops as its window admitted before the first 429: a window that began just before the pair is full again by the time the pair's own stop arrives. */
+  windowAhead?: boolean;
 }): Promise<Burst> {
   const unknown = interactPath(randomUUID());
   const answers: Answer[] = [];
@@ -55,10 +58,13 @@ export async function sendBurst({
   const pairs = new Map(
     others.map(({ as, room }) => [as, { tries: 0, room, answer: undefined as Answer | undefined, pending: undefined as Promise<void> | undefined }]),
   );
+  // The team's requests admitted before its first 429: about its window's room.
+  let admitted: number | undefined;
   const probe = (as: Identity, pair: NonNullable<ReturnType<typeof pairs.get>>) => {
     pair.tries += 1;
     // A few of ours just ahead, as before a stop of its own: they take the room a token bucket regained since the 429.
-    const ahead = Array.from({ length: AHEAD_OF_A_STOP }, () =>
+    admitted ??= answers.filter((answer) => answer.status !== 429).length;
+    const ahead = Array.from({ length: windowAhead ? Math.min(concurrency, admitted + 2) : AHEAD_OF_A_STOP }, () =>
       api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true }).then(
         (answer) => void answers.push(answer),
         () => void (lost += 1),

@@ -199,7 +199,17 @@ export async function teamsApart({
   const theirs = theirWindow.room() ?? 2;
   const sent = await step(
     `the ${owner.name} stops unknown jobs, ${concurrency} at a time, until its first 429; at a 429, the ${foreign.name} stops one beside it`,
-    () => sendBurst({ api, team: owner, others: [{ as: foreign, room: theirs }], candidates: [], concurrency, planned: room !== undefined, settings }),
+    () =>
+      sendBurst({
+        api,
+        team: owner,
+        others: [{ as: foreign, room: theirs }],
+        candidates: [],
+        concurrency,
+        planned: room !== undefined,
+        settings,
+        windowAhead: true,
+      }),
   );
   if (!sent.answers.some((answer) => answer.status === 429))
     return { untold: `the ${owner.name} met no limit in ${sent.answers.length} requests over ${(sent.burstMs / 1000).toFixed(1)} s` };
