@@ -66,17 +66,19 @@ export async function sendBurst({
     admitted ??= answers.filter((answer) => answer.status !== 429).length;
     const ahead = Array.from({ length: windowAhead ? Math.min(concurrency, admitted + 2) : AHEAD_OF_A_STOP }, () =>
       api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true }).then(
-        (answer) => void answers.push(answer),
+        (answer) => (answers.push(answer), answer),
         () => void (lost += 1),
       ),
     );
     const theirs = api.stop(randomUUID(), as, { on429: 'once', pooled: true });
     const ours = api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true });
-    pair.pending = Promise.all([theirs, ours, ...ahead])
+    pair.pending = Promise.all([theirs, ours, Promise.all(ahead)])
       .then(
-        ([their, our]) => {
+        ([their, our, before]) => {
           answers.push(our);
-          if (their.status === 429 || our.status === 429) pair.answer = their;
+          // With a window's worth ahead, any of the team's refused in the batch shows its window full beside the other's request.
+          const refused = our.status === 429 || (windowAhead && before.some((answer) => answer?.status === 429));
+          if (their.status === 429 || refused) pair.answer = their;
         },
         () => undefined,
       )
