@@ -105,7 +105,7 @@ export async function sendBurst({
   // Until the limiter has throttled an owner's stop (or every candidate got through), an answer
   // that is neither 404 nor 429 came (the rule names it), or a bound is reached.
   // A pair that found both admitted (a window began between) is tried at a later 429, where the other's room allows.
-  const undecided = () => [...pairs.values()].some((pair) => !pair.answer && (pair.pending !== undefined || pair.tries < Math.min(3, pair.room)));
+  const undecided = () => [...pairs.values()].some((pair) => !pair.answer && (pair.pending || pair.tries < Math.min(3, pair.room)));
   const done = () =>
     next >= settings.burstRequests ||
     performance.now() - started >= settings.burstSeconds * 1000 ||

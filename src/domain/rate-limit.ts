@@ -18,6 +18,14 @@ import { type OwnLimit, statedRate } from './run-judges';
 import type { Sessions } from './sessions';
 import type { Identities, Identity } from './target';
 
+const teamOf = (as: Identity) => as.team ?? as.name;
+
+/** Where the run knows the team's rate, a burst is just wider than the room left in its window: a few refusals prove the limit, not hundreds. */
+function widthOf(coordination: Coordination, team: Identity, settings: Settings) {
+  const room = coordination.schedule(teamOf(team), 'interact').room();
+  return { room, concurrency: room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2) };
+}
+
 /** Two live sessions go in: the second is stopped if the first got through (a window boundary can fall between). */
 const CANDIDATES = 2;
 /** The shortest age of a session a stop of it can be throttled at. */
@@ -37,7 +45,6 @@ export async function burstExperiment({
   coordination: Coordination;
 }) {
   const [team, teamValues] = identities.burst ? [identities.burst, identities.burstTeam] : [identities.owner, identities.ownerTeam];
-  const teamOf = (as: Identity) => as.team ?? as.name;
   let recovered: Answer | undefined;
   const recover = async () =>
     (recovered ??= await step('wait for the limiter to recover (back-off, Retry-After when given)', () =>
@@ -55,9 +62,7 @@ export async function burstExperiment({
     );
     const clock = settings.declaredClock ? `: the target's clock counts in steps of ${settings.declaredClock.resolutionMs} ms` : '';
     if (holdMs > 0) await step(`hold the sessions ${Math.round(holdMs)} ms${clock}`, () => sleep(holdMs, undefined, { signal: api.signal }));
-    // Where the run knows the team's rate, the burst is just wider than the room left in the window: a few refusals prove the limit, not hundreds.
-    const room = coordination.schedule(teamOf(team), 'interact').room();
-    const concurrency = room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2);
+    const { room, concurrency } = widthOf(coordination, team, settings);
     const bounds = `${settings.burstRequests} requests or ${settings.burstSeconds} s`;
     const title = `the ${team.name} sends stops of an unknown job, ${concurrency} at a time${room === undefined ? '' : ` (its window has room for ${room})`}, until its first 429 (at most ${bounds}); once one gets 429, it also stops a live session of its own`;
     // No other request of the run is in flight meanwhile: the burst would widen the intervals they measure.
@@ -183,7 +188,6 @@ export async function teamsApart({
   coordination: Coordination;
 }) {
   const { owner, foreign } = identities;
-  const teamOf = (as: Identity) => as.team ?? as.name;
   const theirWindow = coordination.schedule(teamOf(foreign), 'interact');
   // Room for its stop before and two pairs, where its rate is known: the run's own requests may have filled its window.
   const until = performance.now() + settings.backoffBudgetMs;
@@ -194,8 +198,7 @@ export async function teamsApart({
   }
   const before = await api.stop(randomUUID(), foreign, { on429: 'once' });
   if (before.status === 429) return { untold: `the ${foreign.name}'s plan had no room: its stop before was answered 429` };
-  const room = coordination.schedule(teamOf(owner), 'interact').room();
-  const concurrency = room === undefined ? settings.burstConcurrency : Math.min(settings.burstConcurrency, room + 2);
+  const { room, concurrency } = widthOf(coordination, owner, settings);
   const theirs = theirWindow.room() ?? 2;
   const sent = await step(
     `the ${owner.name} stops unknown jobs, ${concurrency} at a time, until its first 429; at a 429, the ${foreign.name} stops one beside it`,
