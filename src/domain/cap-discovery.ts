@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { notVerifiable } from '../checks/checks';
+import { step } from '../checks/recorder';
 import type { Settings } from '../config/settings';
 import { readRefusal } from '../http/limits';
 import { type Answer, type Client, summary } from './client';
@@ -53,6 +54,36 @@ export async function capBelowPeak(
     return { untold: `of sessions opened one after the other, number ${live + 1} was answered ${summary(answer)}, not a cap's refusal in words` };
   }
   return undefined;
+}
+
+/**
+ * Where no cap is known, after every other test: as many sessions as the owner surely held live at
+ * once during the run (the ledger), opened one after the other where the budget has them beside
+ * `kept` (capBelowPeak). A refusal for a cap below that peak: interacts sent together got past it.
+ */
+export async function capAcrossRun(
+  api: Client,
+  sessions: { budgetLeft(): number; openAtOnce(count: number, options: { once: true }): Promise<{ opens: Answer[] }> },
+  ledger: Ledger,
+  owner: Identity,
+  kept: number,
+  testInfo: { timeout: number; setTimeout: (ms: number) => void },
+): Promise<{ refused: Answer; live: number; peak: ReturnType<Ledger['mostLive']> } | { untold: string }> {
+  const peak = ledger.mostLive(api.target.baseURL, owner.name);
+  const room = sessions.budgetLeft() - kept;
+  if (peak.count < 2) return { untold: `the ${owner.name} never held two sessions live at once` };
+  if (peak.count > MOST_AT_ONCE) return { untold: `not asked, the ${owner.name} held ${peak.count} live at once, more than the ${MOST_AT_ONCE} a test opens` };
+  if (room < peak.count)
+    return {
+      untold: `not asked, the ${owner.name} held ${peak.count} live at once and the budget has ${room} session(s) left for as many (SESSION_CAP, where the cap is known, has it checked)`,
+    };
+  testInfo.setTimeout(testInfo.timeout + CAP_CONFIRM_MS);
+  const below = await step(`the ${owner.name} opens ${peak.count} sessions one after the other, as many as it held live at once`, () =>
+    capBelowPeak(async () => (await sessions.openAtOnce(1, { once: true })).opens[0], peak.count),
+  );
+  return below
+    ? { ...below, peak }
+    : { untold: `${peak.count} sessions opened one after the other, as many as the ${owner.name} held live at once: any cap is above that` };
 }
 
 /**

@@ -5,7 +5,7 @@
 
 import { notVerifiable } from '../../src/checks/checks';
 import { OPENS, spec, TEST_IDS } from '../../src/config/rules';
-import { CAP_CONFIRM_MS, capBelowPeak, capsHeld, MOST_AT_ONCE } from '../../src/domain/cap-discovery';
+import { CAP_CONFIRM_MS, capAcrossRun, capsHeld, MOST_AT_ONCE } from '../../src/domain/cap-discovery';
 import { type Answer, summary } from '../../src/domain/client';
 import { judge } from '../../src/domain/named-checks';
 import { STRAY_SETTLEMENTS } from '../../src/domain/run-judges';
@@ -41,28 +41,10 @@ test(
     const again = await test.step('the owner stops it again', () => api.stop(jobId, identities.owner));
     await check('one-session', judge.oneSession(again, stop));
     if (cap === undefined) {
-      // As many sessions one after the other as the run held live at once: a cap below that, refusing one of them, was not kept.
-      const peak = ledger.mostLive(api.target.baseURL, identities.owner.name);
-      const room = sessions.budgetLeft() - (OPENS['stop-is-final/account']?.sessions ?? 0);
-      const asked = peak.count > 1 && peak.count <= MOST_AT_ONCE && room >= peak.count;
-      // A refusal is asked again within CAP_CONFIRM_MS: a slot the last stop released late.
-      if (asked) testInfo.setTimeout(testInfo.timeout + CAP_CONFIRM_MS);
-      const below = asked
-        ? await test.step(`the owner opens ${peak.count} sessions one after the other, as many as it held live at once`, () =>
-            capBelowPeak(async () => (await sessions.openAtOnce(1, { once: true })).opens[0], peak.count))
-        : {
-            untold: `cap-kept: not asked, the owner held ${peak.count} live at once${peak.count > MOST_AT_ONCE ? `, more than the ${MOST_AT_ONCE} a test opens` : peak.count < 2 ? '' : ` and the budget has ${room} session(s) left for as many (SESSION_CAP, where the cap is known, has it checked)`}`,
-          };
-      if (below && 'refused' in below) return check('cap-kept', judge.capKeptAllRun(peak, below.live, below.refused));
-      testInfo.annotations.push({
-        type: 'note',
-        description:
-          below?.untold ?? `cap-kept: ${peak.count} sessions opened one after the other, as many as the owner held live at once: any cap is above that`,
-      });
-      return void testInfo.annotations.push({
-        type: 'note',
-        description: 'no cap on live sessions is known: a slot a session opened beside the first still held would not show',
-      });
+      // As many sessions one after the other as the run held live at once: a cap refusing one of them was not kept.
+      const across = await capAcrossRun(api, sessions, ledger, identities.owner, OPENS['stop-is-final/account']?.sessions ?? 0, testInfo);
+      if ('refused' in across) return check('cap-kept', judge.capKeptAllRun(across.peak, across.live, across.refused));
+      return void testInfo.annotations.push({ type: 'note', description: `cap-kept: ${across.untold}; no cap on live sessions is known` });
     }
     // A cap the target states (up front, or in its refusals' words): every slot free again (a session nobody can stop holds one), and
     // one more at once refused. An inferred cap may be too high, and one above MOST_AT_ONCE too costly to fill: one session.
