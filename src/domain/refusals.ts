@@ -41,7 +41,7 @@ export const holdBeforeMs = (api: Client, settings: Settings, created: Answer) =
   holdAroundMs(api, settings, created) + (accountPrices(api, settings) ? CHARGE_PROOF_MS : 0);
 export const CHARGE_PROOF_MS = 2_000;
 
-interface RefusalContext {
+export interface RefusalContext {
   api: Client;
   sessions: Sessions;
   session: Session;
@@ -51,15 +51,10 @@ interface RefusalContext {
 }
 
 /**
- * Hold, refuse, hold, and have the owner stop: the refusal must be refused (`refused` check, by
- * `expectRefused`) and change nothing (`survives` check: 200 and the whole session's duration).
- * Identities belong to requests, not connections: the refuser asks on a kept-alive connection of
- * its own, again on one that has just carried the owner's valid request (a stop of an unknown
- * job), and a third time on its own (a lockout counter that acts at the third refusal is a common
- * guard); then with the job id in upper case (a UUID's case means nothing: a target that finds the
- * job whatever the case must still know whose it is); the owner's stop then goes on the refuser's
- * connection. With `interactAfter`, the owner
- * also uses the session after the refusal, as clients do.
+ * Hold, refuse (askToStop), hold, and have the owner stop, on the refuser's connection: the refusal
+ * must be refused (`refused` check) and change nothing (`survives` check: 200 and the whole
+ * session's duration). With `interactAfter`, the owner also uses the session after the refusal, as
+ * clients do.
  */
 export async function refuseThenOwnerStops(
   context: RefusalContext,
@@ -72,32 +67,9 @@ export async function refuseThenOwnerStops(
   const beforeMs = holdBeforeMs(api, settings, session.created) + longerMs;
   await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
   const refusersConnection = api.connection();
-  const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () =>
-    api.stop(session.jobId, refuser, { connection: refusersConnection }),
-  );
-  // The owner's key under a scheme word its file declares ignored is the owner's: no refusal to repeat.
+  const { refusal, checked } = await askToStop(api, session.jobId, refuser, owner, refusersConnection, refusedCheck);
   const takenAsOwner = refuser.team !== undefined && refuser.team === owner.team;
-  const again = takenAsOwner
-    ? undefined
-    : await step(`${refuser.name} asks again, on a connection that has just carried the owner's valid request`, async () => {
-        const ownersConnection = api.connection();
-        await api.stop(randomUUID(), owner, { connection: ownersConnection });
-        const answer = await api.stop(session.jobId, refuser, { connection: ownersConnection });
-        api.release(ownersConnection);
-        return answer;
-      });
-  if (again && !again.reusedConnection) note("the target closed the connection after the owner's request: the refusal could not share it");
-  const third = takenAsOwner
-    ? undefined
-    : await step(`${refuser.name} asks a third time, on its own connection`, () => api.stop(session.jobId, refuser, { connection: refusersConnection }));
-  const upperCase = takenAsOwner
-    ? undefined
-    : await step(`${refuser.name} asks once more, with the job id in upper case`, () =>
-        api.stop(session.jobId.toUpperCase(), refuser, { connection: refusersConnection }),
-      );
-  // The job in upper case is the same job (refused as the others) or none (404): a refusal either way.
-  const refused = [refusal, again, third].filter((answer): answer is Answer => answer !== undefined);
-  await check('refused', judge.all([refusedCheck(refused), ...(upperCase ? [judge.refused([upperCase])] : [])]));
+  await check('refused', checked);
   if (interactAfter) {
     const used = await step('the owner interacts with the session', () => sessions.interact(session));
     // A session the refusal ended shows here too (the hosted service answers 410 for a destroyed one).
@@ -115,6 +87,38 @@ export async function refuseThenOwnerStops(
   if (longer === undefined) return check('survives', survived);
   const fresh = await step('a fresh session', () => sessions.provision());
   await refuseThenOwnerStops({ ...context, session: fresh }, refuser, refusedCheck, { interactAfter, longerMs: longer });
+}
+
+/**
+ * The refuser's requests to stop the session. Identities belong to requests, not connections: it
+ * asks on a connection of its own, again on one that has just carried the owner's valid request,
+ * and a third time on its own (a lockout counter that acts at the third refusal is a common guard);
+ * then with the job id in upper case (a UUID's case means nothing: a target that finds the job
+ * whatever the case must still know whose it is). The owner's key under a scheme word the target
+ * declares ignored is the owner's: asked once. `checked` judges them all.
+ */
+export async function askToStop(
+  api: Client,
+  jobId: string,
+  refuser: Identity,
+  owner: Identity,
+  connection: ReturnType<Client['connection']>,
+  refusedCheck: (answers: Answer[]) => CheckCall,
+): Promise<{ refusal: Answer; answers: Answer[]; checked: CheckCall }> {
+  const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.stop(jobId, refuser, { connection }));
+  if (refuser.team !== undefined && refuser.team === owner.team) return { refusal, answers: [refusal], checked: refusedCheck([refusal]) };
+  const again = await step(`${refuser.name} asks again, on a connection that has just carried the owner's valid request`, async () => {
+    const ownersConnection = api.connection();
+    await api.stop(randomUUID(), owner, { connection: ownersConnection });
+    const answer = await api.stop(jobId, refuser, { connection: ownersConnection });
+    api.release(ownersConnection);
+    return answer;
+  });
+  if (!again.reusedConnection) note("the target closed the connection after the owner's request: the refusal could not share it");
+  const third = await step(`${refuser.name} asks a third time, on its own connection`, () => api.stop(jobId, refuser, { connection }));
+  const upperCase = await step(`${refuser.name} asks once more, with the job id in upper case`, () => api.stop(jobId.toUpperCase(), refuser, { connection }));
+  const answers = [refusal, again, third, upperCase];
+  return { refusal, answers, checked: judge.all([refusedCheck([refusal, again, third]), judge.refused([upperCase])]) };
 }
 
 /** The most a session is held longer when a proof could not tell: twice the longest stop a refusal's hold is sized from. */

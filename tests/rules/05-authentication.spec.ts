@@ -1,9 +1,10 @@
 import { notVerifiable } from '../../src/checks/checks';
 import { spec, type TestId } from '../../src/config/rules';
+import type { Settings } from '../../src/config/settings';
 import type { Answer } from '../../src/domain/client';
 import { judge } from '../../src/domain/named-checks';
-import { refuseThenOwnerStops } from '../../src/domain/refusals';
-import type { IdentityName } from '../../src/domain/target';
+import { type Link, refusedInChain } from '../../src/domain/refusal-chain';
+import type { Identities, IdentityName } from '../../src/domain/target';
 import { test } from '../../src/playwright/fixtures';
 
 const refusals: { id: TestId; who: IdentityName; title: string; schemeWord?: true }[] = [
@@ -18,19 +19,26 @@ const refusals: { id: TestId; who: IdentityName; title: string; schemeWord?: tru
   { id: 'authentication/token-scheme', who: 'tokenScheme', title: "a stop with the owner's key under the Token scheme", schemeWord: true },
 ];
 
-for (const { id, who, title, schemeWord } of refusals) {
-  test(
-    `${title} answers 4xx, at any moment of the session's life, and changes nothing`,
-    spec(id),
-    async ({ api, sessions, session, identities, settings, check }) => {
+// Another scheme word is refused, or taken as the target's known-deviations file declares (refusal-checks.ts).
+const links = (identities: Identities, settings: Settings): Link[] =>
+  refusals
+    .filter(({ who }) => who !== 'keyCaseChanged' || identities.keyCaseChanged.authorization)
+    .map(({ id, who, schemeWord }) => ({
+      id,
+      refuser: identities[who],
+      refused: (answers: Answer[]) => (schemeWord ? judge.schemeRefused(answers, settings.declaredSchemeWord) : judge.refused(answers)),
+    }));
+
+// In order, in one worker: the first refusal's test runs the chain the others read (refusal-chain.ts).
+test.describe(() => {
+  test.describe.configure({ mode: 'default' });
+  for (const { id, who, title } of refusals) {
+    test(`${title} answers 4xx, at any moment of the session's life, and changes nothing`, spec(id), async ({ api, sessions, identities, settings, check }) => {
       if (who === 'keyCaseChanged' && !identities.keyCaseChanged.authorization) notVerifiable("the owner's key has no letter whose case could change");
-      // Another scheme word is refused, or taken as the target's known-deviations file declares (refusals.ts).
-      await refuseThenOwnerStops({ api, sessions, session, check, settings, owner: identities.owner }, identities[who], (answers) =>
-        schemeWord ? judge.schemeRefused(answers, settings.declaredSchemeWord) : judge.refused(answers),
-      );
-    },
-  );
-}
+      await refusedInChain({ api, sessions, check, settings, owner: identities.owner }, links(identities, settings), id);
+    });
+  }
+});
 
 test(
   "a stop with the owner's key under a lower-case bearer scheme is accepted with 200",
