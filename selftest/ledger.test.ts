@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { lastStatusOf, RunError } from '../src/config/errors';
-import type { Answer } from '../src/domain/answer';
+import { type Answer, summary } from '../src/domain/answer';
 import { capBelowPeak, capHeldFlag, capsHeld, openingOf } from '../src/domain/cap-discovery';
 import type { Client } from '../src/domain/client';
 import { Ledger } from '../src/domain/ledger';
@@ -174,7 +174,7 @@ test('the most sessions surely live at once run from an interact answered 200 to
     // Another team's session counts for that team alone.
     ...life(jobs[4], 30, 90, 'foreign team'),
   ].sort((x, y) => x.at.localeCompare(y.at));
-  writeFileSync(ledger.file, entries.map((entry) => JSON.stringify(entry)).join('\n') + '\n');
+  writeFileSync(ledger.file, `${entries.map((entry) => JSON.stringify(entry)).join('\n')}\n`);
   const peak = ledger.mostLive(TARGET, owner.name);
   assert.deepEqual([peak.count, peak.jobs], [3, jobs.slice(0, 3)]);
   assert.equal(ledger.mostLive(TARGET, 'foreign team').count, 1);
@@ -187,8 +187,11 @@ test('the most sessions surely live at once run from an interact answered 200 to
   };
   const below = await capBelowPeak(opens(answer(200, '{}'), answer(200, '{}'), capped, capped), 3, 1500);
   assert.deepEqual(below && 'refused' in below && below.live, 2);
-  assert.throws(() => runCheck(judge.capKeptAllRun(peak, 2, capped)), /refused for a cap once 2 were live[\s\S]*held 3 live at once[\s\S]*got past the cap/);
-  assert.doesNotThrow(() => runCheck(judge.capKeptAllRun(peak, 3, capped)));
+  assert.throws(
+    () => runCheck(judge.capKeptAllRun(peak, 2, `sessions opened one after the other were refused for a cap once 2 were live (${summary(capped)})`)),
+    /refused for a cap once 2 were live[\s\S]*held 3 live at once[\s\S]*got past the cap/,
+  );
+  assert.doesNotThrow(() => runCheck(judge.capKeptAllRun(peak, 3, 'the target states a cap of 3 live sessions')));
   assert.equal(await capBelowPeak(opens(answer(200, '{}'), answer(200, '{}'), answer(200, '{}')), 3), undefined, 'each opened: any cap is above');
   // A slot released late: the refusal asked again opens.
   assert.equal(

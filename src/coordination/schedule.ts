@@ -14,7 +14,7 @@
  * first come first served: the run plans to the limit instead of probing it.
  */
 import { createHash } from 'node:crypto';
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Limiter, Rate } from '../config/rates';
@@ -78,6 +78,7 @@ export class Schedule {
   /** Places taken under a known rate, and how much wider the margin grew each time the limiter refused one of them (arrivals vary more than planned). */
   private readonly planned = new Set<number>();
   private widened = 0;
+  private read: { written?: number; rate?: Rate } | undefined;
 
   constructor(
     readonly dir: string,
@@ -88,11 +89,17 @@ export class Schedule {
 
   rate(): Rate | undefined {
     if (this.stated) return this.stated;
-    try {
-      return (JSON.parse(readFileSync(path.join(this.dir, RATE_FILE), 'utf8')) as { rate: Rate }).rate;
-    } catch {
-      return undefined;
+    // Read again only when some process wrote it since: it is asked before and after every request.
+    const file = path.join(this.dir, RATE_FILE);
+    const written = statSync(file, { throwIfNoEntry: false })?.mtimeMs;
+    if (written !== this.read?.written) {
+      try {
+        this.read = { written, rate: written === undefined ? undefined : (JSON.parse(readFileSync(file, 'utf8')) as { rate: Rate }).rate };
+      } catch {
+        return undefined;
+      }
     }
+    return this.read?.rate;
   }
 
   /** A request sent without waiting for a place (no rate known, or one that must go now): it takes its place all the same. */

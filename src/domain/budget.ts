@@ -44,16 +44,16 @@ const chosenTests = (settings: Pick<Settings, 'selectedRules'>): TestId[] => TES
 const priceOf = (settings: Pick<Settings, 'declaredBilling'>, ms: number) =>
   settings.declaredBilling ? chargeUnder(settings.declaredBilling.rule, ms) : (ms / 60_000) * CREDITS_PER_MINUTE;
 
-/** The sessions simultaneous-opens fills a cap with: one more than a cap stated up front, in the target's words, or else the hosted free plan's 2. */
-export const capFill = (settings: Pick<Settings, 'sessionCap'>, stated = settings.sessionCap) => {
-  const cap = stated ?? 2;
-  return cap < MOST_AT_ONCE ? cap + 1 : 0;
-};
+/**
+ * The sessions simultaneous-opens takes beside its own: one more than a cap stated up front or in the
+ * target's words, to show its slots free and the cap kept; where none is known, as many as the cap
+ * probe opens at most (cap-discovery.ts), to show no cap below what the run held at once.
+ */
+export const capFill = (settings: Pick<Settings, 'sessionCap'>, stated = settings.sessionCap) =>
+  stated === undefined ? MOST_AT_ONCE : stated < MOST_AT_ONCE ? stated + 1 : 0;
 
 export function predict(settings: Settings): Prediction {
   const tests = chosenTests(settings);
-  // simultaneous-opens opens one session more than a cap the target states, to show its slots free and the cap kept: a cap stated up
-  // front, or room for one of 2 (the hosted service's free plan) until the target's words say.
   const underCap = tests.includes('stop-is-final/simultaneous-opens') ? capFill(settings) : 0;
   // The owner's key under a scheme word declared ignored stops its session: those two are never chained.
   const unchained = settings.declaredSchemeWord && tests.includes('authentication/basic-scheme') ? 2 : 0;

@@ -162,12 +162,15 @@ const JUDGES = {
       `${opened.length} interacts at once on new jobs with nothing else of the team live, under a cap of ${cap} the target states: the one beyond it must be refused (429):\n${opened.map(summary).join('\n')}`,
     ).toBeLessThanOrEqual(cap);
   },
-  /** A cap the sessions opened one after the other showed (`live` of them, then a refusal) held during the whole run: the owner never had more live at once. */
-  capKeptAllRun(peak: { count: number; at?: number; jobs: string[] }, live: number, refused: Answer): Verdict {
+  /**
+   * A cap held during the whole run: the owner never had more live at once than `cap`, which `shownBy`
+   * says how the run knows (its words, or sessions opened one after the other until one was refused).
+   */
+  capKeptAllRun(peak: { count: number; at?: number; jobs: string[] }, cap: number, shownBy: string): Verdict {
     expect(
       peak.count,
-      `sessions opened one after the other were refused for a cap once ${live} were live (${summary(refused)}), yet the owner held ${peak.count} live at once during the run (at ${new Date(peak.at ?? 0).toISOString()}, each between its interact's 200 and its stop: ${peak.jobs.join(', ')}): interacts sent at the same moment got past the cap`,
-    ).toBeLessThanOrEqual(live);
+      `${shownBy}, yet the owner held ${peak.count} live at once during the run (at ${new Date(peak.at ?? 0).toISOString()}, each between its interact's 200 and its stop: ${peak.jobs.join(', ')}): interacts sent at the same moment got past the cap`,
+    ).toBeLessThanOrEqual(cap);
   },
   /** After refusals, a stopped session is still stopped and settled once. */
   stillStopped(again: Answer, stop: Answer): Verdict {

@@ -3,7 +3,11 @@ import { test } from '@playwright/test';
 import { useRecorder } from '../checks/recorder';
 
 useRecorder({
-  step: (title, body, options) => test.step(title, async () => body(), options),
+  // At the test's own location: a stack captured and source-mapped for each step costs more than most steps take.
+  step: (title, body, options) => {
+    const { file, line, column } = test.info();
+    return test.step(title, async () => body(), { ...options, location: { file, line, column } });
+  },
   annotate: (type, description) => void test.info().annotations.push({ type, description }),
   skip: (reason) => {
     test.skip(true, reason);

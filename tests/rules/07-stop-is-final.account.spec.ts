@@ -43,12 +43,17 @@ test(
     if (cap === undefined) {
       // As many sessions one after the other as the run held live at once: a cap refusing one of them was not kept.
       const across = await capAcrossRun(api, sessions, ledger, identities.owner, OPENS['stop-is-final/account']?.sessions ?? 0, testInfo);
-      if ('refused' in across) return check('cap-kept', judge.capKeptAllRun(across.peak, across.live, across.refused));
+      if ('refused' in across) {
+        const shownBy = `sessions opened one after the other were refused for a cap once ${across.live} were live (${summary(across.refused)})`;
+        return check('cap-kept', judge.capKeptAllRun(across.peak, across.live, shownBy));
+      }
       return void testInfo.annotations.push({ type: 'note', description: `cap-kept: ${across.untold}; no cap on live sessions is known` });
     }
     // A cap the target states (up front, or in its refusals' words): every slot free again (a session nobody can stop holds one), and
     // one more at once refused. An inferred cap may be too high, and one above MOST_AT_ONCE too costly to fill: one session.
     const stated = sessions.statedCap();
+    const peak = ledger.mostLive(api.target.baseURL, identities.owner.name);
+    if (stated !== undefined) await check('cap-kept', judge.capKeptAllRun(peak, stated, `the target states a cap of ${stated} live sessions`));
     const room = stated !== undefined && stated < MOST_AT_ONCE ? stated : undefined;
     // One more than the cap where the budget has room for it, else the cap alone (cap-kept then unasked), else nothing to tell.
     // The account check, after this test, keeps its sessions (rules.ts).
