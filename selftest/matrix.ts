@@ -218,7 +218,8 @@ async function runMatrixOnce(
         SELFTEST_PART: part,
         SELFTEST_WORKERS: part === 'rest' ? '14' : '1',
         REPORTS_DIR: output,
-        BACKOFF_BUDGET_MS: '6000',
+        // Room for a cap held empty-handed to show (5 refusals over 5 s, at growing waits) on a busy runner.
+        BACKOFF_BUDGET_MS: '20000',
         REQUEST_TIMEOUT_MS: '30000',
         ...MATRIX_SETTINGS,
         ...extraEnv,
