@@ -25,11 +25,12 @@ export interface Link {
   refused: (answers: Answer[]) => CheckCall;
 }
 
-/** The chain's checks, by test id, and the survival proof they share; why it decides nothing, where it does not. */
+/** The chain's checks, by test id, and the survival proof they share; why it decides nothing, where it does not, and whose refusals failed. */
 interface Chain {
   refused: Record<string, CheckCall>;
   survived: CheckCall;
   undecided?: string;
+  notRefused?: string[];
 }
 
 /** How long a test of the chain waits for the one running it in another worker. */
@@ -45,9 +46,15 @@ export async function refusedInChain(context: Omit<RefusalContext, 'session'>, l
   const link = links.find((candidate) => candidate.id === id);
   if (!link) throw new Error(`${id} is not a link of its chain`);
   const chained = links.filter(({ refuser }) => refuser.team === undefined || refuser.team !== owner.team);
-  if (chained.includes(link) && chained.length > 1 && api.coordination) {
-    const chain = await api.coordination.readOnce(`refusal-chain-${ruleOf(id)}`, () => runChain(context, chained), CHAIN_WAIT_MS, api.signal);
-    const shared = `the ${chained.length} refusals of the rule, one after another through one session's life`;
+  const coordination = api.coordination;
+  if (chained.includes(link) && chained.length > 1 && coordination) {
+    const once = (of: Link[], name: string) => coordination.readOnce(`refusal-chain-${name}`, () => runChain(context, of), CHAIN_WAIT_MS, api.signal);
+    let chain = await once(chained, ruleOf(id));
+    // Refusals that were not refused end the chain's proof for all: the others once more without them, each of those alone.
+    const notRefused = 'unavailable' in chain ? [] : (chain.notRefused ?? []);
+    const rest = chained.filter((other) => !notRefused.includes(other.id));
+    if (notRefused.length && rest.includes(link) && rest.length > 1) chain = await once(rest, `${ruleOf(id)}-refused`);
+    const shared = `the ${'unavailable' in chain ? chained.length : Object.keys(chain.refused).length} refusals of the rule, one after another through one session's life`;
     if ('unavailable' in chain) note(`${shared}: ${chain.unavailable}`);
     else if (!chain.undecided || sessions.budgetLeft() < 1) {
       if (chain.undecided) note(`${shared} did not show every one refused and the session whole, and the budget has no session to try this one alone`);
@@ -79,7 +86,8 @@ async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext,
   // A clock restarted by the first refusal is the closest to the whole session's: later ones differ more.
   const survived = judge.survived(stop, session.created, first as Answer, boundsOf(settings));
   const undecided = [...Object.values(refused), survived].map(failureOf).find((why) => why !== undefined);
-  return { refused, survived, ...(undecided === undefined ? {} : { undecided }) };
+  const notRefused = links.filter((link) => failureOf(refused[link.id]) !== undefined).map((link) => link.id);
+  return { refused, survived, ...(undecided === undefined ? {} : { undecided }), ...(notRefused.length ? { notRefused } : {}) };
 }
 
 /** Why a check fails or cannot tell, in a line; undefined when it holds or finds the declared behaviour. */
