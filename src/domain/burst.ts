@@ -11,6 +11,9 @@ import type { Session } from './sessions';
 import type { Identities, Identity } from './target';
 
 /** The teams beside the burst's: the foreign team, and the owner where the burst has a team of its own. */
+/** The most pairs tried with another team, where its room allows: a window that begins between two sends leaves a pair undecided. */
+export const MOST_PAIRS = 5;
+
 export const otherTeams = (identities: Identities, burstTeam: Identity): Identity[] => [identities.owner, identities.foreign].filter((as) => as !== burstTeam);
 
 export interface Burst {
@@ -105,7 +108,7 @@ export async function sendBurst({
   // Until the limiter has throttled an owner's stop (or every candidate got through), an answer
   // that is neither 404 nor 429 came (the rule names it), or a bound is reached.
   // A pair that found both admitted (a window began between) is tried at a later 429, where the other's room allows.
-  const undecided = () => [...pairs.values()].some((pair) => !pair.answer && (pair.pending || pair.tries < Math.min(3, pair.room)));
+  const undecided = () => [...pairs.values()].some((pair) => !pair.answer && (pair.pending || pair.tries < Math.min(MOST_PAIRS, pair.room)));
   const done = () =>
     next >= settings.burstRequests ||
     performance.now() - started >= settings.burstSeconds * 1000 ||
@@ -123,7 +126,8 @@ export async function sendBurst({
       });
       if (!answer) continue;
       answers.push(answer);
-      if (answer.status === 429) for (const [as, pair] of pairs) if (!pair.answer && !pair.pending && pair.tries < Math.min(3, pair.room)) probe(as, pair);
+      if (answer.status === 429)
+        for (const [as, pair] of pairs) if (!pair.answer && !pair.pending && pair.tries < Math.min(MOST_PAIRS, pair.room)) probe(as, pair);
       const throttled = stops.some((stop) => stop.answer.status === 429);
       if (answer.status === 429 && !pending && !throttled && tried < candidates.length) pending = stopNext();
       // A planned burst ends its lane at a 429 once a stop of its own was throttled (or none is left): more refusals prove nothing more.

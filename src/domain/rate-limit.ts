@@ -11,7 +11,7 @@ import type { Settings } from '../config/settings';
 import type { Coordination } from '../coordination/coordination';
 import { marginMs } from '../coordination/schedule';
 import { epochOf } from '../http/exchange';
-import { otherTeams, sendBurst } from './burst';
+import { MOST_PAIRS, otherTeams, sendBurst } from './burst';
 import type { Answer, Client } from './client';
 import { holdBeforeMs } from './refusals';
 import { type OwnLimit, statedRate } from './run-judges';
@@ -199,7 +199,7 @@ export async function teamsApart({
   const before = await api.stop(randomUUID(), foreign, { on429: 'once' });
   if (before.status === 429) return { untold: `the ${foreign.name}'s plan had no room: its stop before was answered 429` };
   const { room, concurrency } = widthOf(coordination, owner, settings);
-  const theirs = theirWindow.room() ?? 2;
+  const theirs = theirWindow.room() ?? MOST_PAIRS;
   const sent = await step(
     `the ${owner.name} stops unknown jobs, ${concurrency} at a time, until its first 429; at a 429, the ${foreign.name} stops one beside it`,
     () =>
@@ -218,7 +218,7 @@ export async function teamsApart({
     return { untold: `the ${owner.name} met no limit in ${sent.answers.length} requests over ${(sent.burstMs / 1000).toFixed(1)} s` };
   if (!sent.others.length)
     return {
-      untold: `no stop of the ${owner.name} beside the ${foreign.name}'s was refused (a window began between), in at most ${Math.min(3, theirs)} pair(s), as the ${foreign.name}'s room allowed`,
+      untold: `no stop of the ${owner.name} beside the ${foreign.name}'s was refused (a window began between), in at most ${Math.min(MOST_PAIRS, theirs)} pair(s), as the ${foreign.name}'s room allowed`,
     };
   return { during: sent.others.map(({ as, answer }) => ({ as: { name: as.name }, answer })) };
 }
