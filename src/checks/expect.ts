@@ -50,6 +50,7 @@ function plainMatchers(actual: any) {
     toBeGreaterThanOrEqual: (expected: number) => void ((isNumber(actual) && isNumber(expected) && actual >= expected) || notQuick()),
     toBeLessThanOrEqual: (expected: number) => void ((isNumber(actual) && isNumber(expected) && actual <= expected) || notQuick()),
     toBeLessThan: (expected: number) => void ((isNumber(actual) && isNumber(expected) && actual < expected) || notQuick()),
+    toBeUndefined: () => void (actual === undefined || notQuick()),
     toBeOneOf: (expected: readonly unknown[]) => void (expected.some((value) => Object.is(value, actual)) || notQuick()),
     toContain: (expected: unknown) =>
       void (

@@ -6,7 +6,7 @@
  * target's answers said: every settlement a stop reported, and the price of every scrape, which
  * the account check (account.ts) holds the account to. Identity names only, never a key.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { redact } from '../http/redact';
 import { type Settled, sameSettlement } from './settlements';
@@ -38,6 +38,8 @@ const jobKey = (jobId: string) => jobId.toLowerCase();
 
 export class Ledger {
   private readonly endedInThisProcess = new Set<string>();
+  /** What entries() has read of the file: its bytes, a last line not yet ended, and the entries parsed. */
+  private seen = { bytes: 0, rest: Buffer.alloc(0), entries: [] as LedgerEntry[] };
 
   constructor(readonly file: string) {}
 
@@ -288,17 +290,30 @@ export class Ledger {
     return { count, pending };
   }
 
+  /** The entries so far: only what was appended since the last read is read and parsed (workers ask it around every interact). */
   private entries(): LedgerEntry[] {
-    if (!existsSync(this.file)) return [];
-    return readFileSync(this.file, 'utf8')
-      .split('\n')
-      .flatMap((line) => {
-        try {
-          return line.trim() ? [JSON.parse(line) as LedgerEntry] : [];
-        } catch {
-          return []; // a line cut short by a killed process
-        }
-      });
+    const size = statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
+    if (size < this.seen.bytes) this.seen = { bytes: 0, rest: Buffer.alloc(0), entries: [] };
+    if (size === this.seen.bytes) return this.seen.entries;
+    const added = Buffer.alloc(size - this.seen.bytes);
+    const fd = openSync(this.file, 'r');
+    try {
+      readSync(fd, added, 0, added.length, this.seen.bytes);
+    } finally {
+      closeSync(fd);
+    }
+    const text = Buffer.concat([this.seen.rest, added]);
+    const end = text.lastIndexOf(0x0a) + 1;
+    for (const line of text.subarray(0, end).toString('utf8').split('\n')) {
+      try {
+        if (line.trim()) this.seen.entries.push(JSON.parse(line) as LedgerEntry);
+      } catch {
+        // a line cut short by a killed process
+      }
+    }
+    this.seen.bytes = size;
+    this.seen.rest = text.subarray(end);
+    return this.seen.entries;
   }
 
   private read() {

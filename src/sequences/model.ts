@@ -143,7 +143,8 @@ async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer
     `a stop of live session ${session.label} by its owner (rules 1-2, @must)`,
     judge.modelLiveStop(sentTogether ?? answer, session.began, boundsOf(real.settings)),
   );
-  const declaredClock = durationVerdict(answer.body, interval, real.settings)?.message;
+  let declaredClock: string | undefined;
+  checkQuickly(() => void (declaredClock = durationVerdict(answer.body, interval, real.settings)?.message));
   if (declaredClock) real.history.note(`≈ (duration, rule 2, as the target's clock is declared) ${declaredClock}`);
   session.live = false;
   session.ended = answer;
