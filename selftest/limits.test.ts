@@ -21,6 +21,8 @@ test("the hosted service's words: a rate's refusal with its window, its wait and
   });
   assert.deepEqual(readRefusal('Concurrency limit exceeded: at most 2 browser sessions at once.', {}), { kind: 'cap', cap: 2 });
   assert.deepEqual(readRefusal('Too many browser sessions at once.', {}), { kind: 'cap' });
+  // A number that says when to try again is no cap.
+  assert.equal(readRefusal('Concurrency limit reached, retry in (1) s.', {}).cap, undefined);
   // A window other than a minute, named the same way; Retry-After before the words.
   assert.deepEqual(readRefusal('Rate limit exceeded. Consumed (req/5s): 11, Remaining (req/5s): 0. retry after 3s', { 'retry-after': '2' }), {
     kind: 'rate',

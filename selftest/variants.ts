@@ -503,6 +503,24 @@ export const faultyVariants: Variant[] = [
     })),
   },
   {
+    name: 'refusals-add-up',
+    breaks: 'authentication',
+    description: 'ends the live sessions at the 8th refusal (401) since a session last opened: each refusal alone is harmless, several kinds together are not',
+    options: behaviour((base, state) => {
+      let refusals = 0;
+      return {
+        interact: (team, jobId, body) => {
+          if (!state.sessions.has(jobId)) refusals = 0;
+          return base.interact(team, jobId, body);
+        },
+        error: (status, message, headers) => {
+          if (status === 401 && ++refusals === 8) state.sessions.clear();
+          return base.error(status, message, headers);
+        },
+      };
+    }),
+  },
+  {
     name: 'empty-token-500',
     breaks: 'authentication',
     description: 'crashes (500) on "Bearer" with no token',

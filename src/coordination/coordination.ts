@@ -6,7 +6,7 @@
  * sessions speak through it, and nothing else of the library opens a channel.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LIMITERS, type Limiter, type Rate } from '../config/rates';
@@ -14,7 +14,7 @@ import { BackoffQueue } from './backoff-queue';
 import { sessionsLeft, takeSession } from './budget';
 import { recentRatePerMinute, writeSpend } from './cost';
 import { QuietSpell } from './quiet-spell';
-import { channel } from './run-folder';
+import { alive, channel } from './run-folder';
 import { type Schedule, scheduleFor } from './schedule';
 import { SessionSlots } from './session-slots';
 
@@ -109,6 +109,11 @@ export class Coordination {
       for (const until = performance.now() + waitMs; performance.now() < until; await sleep(50, undefined, { signal })) {
         const reading = this.readShared<T>(name);
         if (reading !== undefined) return reading;
+        // Its worker ended before it wrote it (killed, or its test's time ran out): this one reads it instead.
+        if (!alive(lockHolder(`${file}.lock`))) {
+          rmSync(`${file}.lock`, { force: true });
+          return this.readOnce(name, read, waitMs, signal);
+        }
       }
       return { unavailable: `the worker that read the ${name} never wrote it` };
     }
@@ -170,5 +175,14 @@ export class Coordination {
 
   private sharedFile(name: string): string {
     return path.join(channel(this.reportsDir, 'account'), `${name}-${this.targetKey()}.json`);
+  }
+}
+
+/** The process that holds a lock file; this one while the file is being written or gone (no one to take it over from). */
+function lockHolder(file: string): number {
+  try {
+    return Number(readFileSync(file, 'utf8')) || process.pid;
+  } catch {
+    return process.pid;
   }
 }

@@ -22,6 +22,8 @@ import type { Refusal } from '../http/limits';
 import { locked } from './file-lock';
 import { alive, channel } from './run-folder';
 
+/** More than a file's modification time may lag behind its writes. */
+const TICK_MS = 20;
 const RATE_FILE = 'rate.json';
 const POLL_MS = 100;
 
@@ -78,7 +80,7 @@ export class Schedule {
   /** Places taken under a known rate, and how much wider the margin grew each time the limiter refused one of them (arrivals vary more than planned). */
   private readonly planned = new Set<number>();
   private widened = 0;
-  private read: { written?: number; rate?: Rate } | undefined;
+  private read: { written?: number; at: number; rate?: Rate } | undefined;
 
   constructor(
     readonly dir: string,
@@ -87,19 +89,22 @@ export class Schedule {
     private readonly stated?: Rate,
   ) {}
 
-  rate(): Rate | undefined {
+  /** The rate known: stated, or learnt by any process of the run; `fresh` reads the file whatever this process read of it before. */
+  rate(fresh = false): Rate | undefined {
     if (this.stated) return this.stated;
-    // Read again only when some process wrote it since: it is asked before and after every request.
+    // Read again only when some process wrote it since (it is asked around every request). A file's time ticks coarsely: a reading
+    // taken within a few ms of its write may miss a second write in the same tick, and is not kept.
     const file = path.join(this.dir, RATE_FILE);
     const written = statSync(file, { throwIfNoEntry: false })?.mtimeMs;
-    if (written !== this.read?.written) {
-      try {
-        this.read = { written, rate: written === undefined ? undefined : (JSON.parse(readFileSync(file, 'utf8')) as { rate: Rate }).rate };
-      } catch {
-        return undefined;
-      }
+    if (!fresh && this.read && written === this.read.written && this.read.at - (written ?? 0) > TICK_MS) return this.read.rate;
+    const at = Date.now();
+    try {
+      const rate = written === undefined ? undefined : (JSON.parse(readFileSync(file, 'utf8')) as { rate: Rate }).rate;
+      this.read = { written, at, rate };
+      return rate;
+    } catch {
+      return undefined;
     }
-    return this.read?.rate;
   }
 
   /** A request sent without waiting for a place (no rate known, or one that must go now): it takes its place all the same. */
@@ -191,7 +196,7 @@ export class Schedule {
   learn(at: number, refusal: Refusal, answeredAt = at): Rate | undefined {
     if (this.stated) return this.stated;
     return locked(this.dir, () => {
-      const known = this.rate();
+      const known = this.rate(true);
       const windowMs = refusal.windowMs ?? known?.windowMs;
       // A window no answer names could be a second or an hour: planning to a guess is slower than backing off.
       if (windowMs === undefined) return undefined;

@@ -108,7 +108,12 @@ export class SessionSlots {
 
   /** The cap stated up front, or in the words of the target's refusals: the number the target claims, not one the run inferred. */
   statedCap(): number | undefined {
-    return this.stated ?? this.read()?.inWords;
+    return this.stated ?? this.capInWords();
+  }
+
+  /** The cap the target's own refusals state, whatever the user stated. */
+  capInWords(): number | undefined {
+    return this.read()?.inWords;
   }
 
   private read(): { cap: number; inWords?: number } | undefined {

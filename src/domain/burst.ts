@@ -10,10 +10,10 @@ import { type Answer, type Client, interactPath } from './client';
 import type { Session } from './sessions';
 import type { Identities, Identity } from './target';
 
-/** The teams beside the burst's: the foreign team, and the owner where the burst has a team of its own. */
 /** The most pairs tried with another team, where its room allows: a window that begins between two sends leaves a pair undecided. */
 export const MOST_PAIRS = 5;
 
+/** The teams beside the burst's: the foreign team, and the owner where the burst has a team of its own. */
 export const otherTeams = (identities: Identities, burstTeam: Identity): Identity[] => [identities.owner, identities.foreign].filter((as) => as !== burstTeam);
 
 export interface Burst {

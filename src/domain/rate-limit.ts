@@ -189,7 +189,8 @@ export async function teamsApart({
 }) {
   const { owner, foreign } = identities;
   const theirWindow = coordination.schedule(teamOf(foreign), 'interact');
-  // Room for its stop before and two pairs, where its rate is known: the run's own requests may have filled its window.
+  // Room for its stop before and two pairs at least, where its rate is known: the run's own requests may have filled its window. Where
+  // it is not, its limit was never met in the run: MOST_PAIRS stops of no job are a small part of any plan's.
   const until = performance.now() + settings.backoffBudgetMs;
   while ((theirWindow.room() ?? 3) < 3) {
     if (performance.now() > until)

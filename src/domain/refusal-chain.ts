@@ -8,7 +8,8 @@
  * is reported by the test whose request caused it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { note, step } from '../checks/recorder';
+import { notVerifiable } from '../checks/checks';
+import { extendTimeout, note, step } from '../checks/recorder';
 import { DeclaredBehaviour } from '../config/errors';
 import { ruleOf, type TestId } from '../config/rules';
 import { stopPriced } from './account';
@@ -25,21 +26,26 @@ export interface Link {
   refused: (answers: Answer[]) => CheckCall;
 }
 
-/** The chain's checks, by test id, and the survival proof they share; why it decides nothing, where it does not, and whose refusals failed. */
+/** The chain's checks, by test id, and the survival proof they share; where it does not decide, why, and what a test alone would tell. */
 interface Chain {
   refused: Record<string, CheckCall>;
   survived: CheckCall;
-  undecided?: string;
+  undecided?: Judged;
   notRefused?: string[];
 }
+
+/** A check that fails, or cannot tell (too slow: a longer hold may tell); undefined where it holds or finds the declared behaviour. */
+type Judged = { fails: string } | { untold: string; tooSlow?: true };
 
 /** How long a test of the chain waits for the one running it in another worker. */
 const CHAIN_WAIT_MS = 120_000;
 
 /**
- * Test `id`'s refusals judged from its rule's chain of `links`, or on a session of its own where the
- * chain decides nothing and the budget has one. The owner's key under a scheme word the target
- * declares ignored stops the session: such a link is never chained.
+ * Test `id`'s refusals judged from its rule's chain of `links`. Where the chain failed, each test
+ * proves its own on a session of its own (where the budget has one), so that the test whose request
+ * caused it fails; where it could not tell only for want of time, a test alone holds longer where
+ * the budget has sessions to spare. The owner's key under a scheme word the target declares
+ * ignored stops the session: such a link is never chained.
  */
 export async function refusedInChain(context: Omit<RefusalContext, 'session'>, links: Link[], id: TestId): Promise<void> {
   const { api, sessions, check, owner } = context;
@@ -47,27 +53,60 @@ export async function refusedInChain(context: Omit<RefusalContext, 'session'>, l
   if (!link) throw new Error(`${id} is not a link of its chain`);
   const chained = links.filter(({ refuser }) => refuser.team === undefined || refuser.team !== owner.team);
   const coordination = api.coordination;
-  if (chained.includes(link) && chained.length > 1 && coordination) {
-    const once = (of: Link[], name: string) => coordination.readOnce(`refusal-chain-${name}`, () => runChain(context, of), CHAIN_WAIT_MS, api.signal);
-    let chain = await once(chained, ruleOf(id));
-    // Refusals that were not refused end the chain's proof for all: the others once more without them, each of those alone.
-    const notRefused = 'unavailable' in chain ? [] : (chain.notRefused ?? []);
-    const rest = chained.filter((other) => !notRefused.includes(other.id));
-    if (notRefused.length && rest.includes(link) && rest.length > 1) chain = await once(rest, `${ruleOf(id)}-refused`);
-    const shared = `the ${'unavailable' in chain ? chained.length : Object.keys(chain.refused).length} refusals of the rule, one after another through one session's life`;
-    if ('unavailable' in chain) note(`${shared}: ${chain.unavailable}`);
-    else if (!chain.undecided || sessions.budgetLeft() < 1) {
-      if (chain.undecided) note(`${shared} did not show every one refused and the session whole, and the budget has no session to try this one alone`);
-      else note(`proved with ${shared}`);
-      await check('refused', chain.refused[id]);
-      return check('survives', chain.survived);
-    } else note(`${shared} did not show every one refused and the session whole (${chain.undecided}): this one alone, on a session of its own`);
+  if (!chained.includes(link) || chained.length < 2 || !coordination) return alone(context, link);
+  const rule = ruleOf(id);
+  const once = (of: Link[], name: string) => coordination.readOnce(`refusal-chain-${name}`, () => runChain(context, of), CHAIN_WAIT_MS, api.signal);
+  let chain = await once(chained, rule);
+  // Refusals that were not refused end the chain's proof for all: the others once more without them, each of those alone.
+  const notRefused = 'unavailable' in chain ? [] : (chain.notRefused ?? []);
+  const rest = chained.filter((other) => !notRefused.includes(other.id));
+  if (notRefused.length && rest.includes(link) && rest.length > 1) chain = await once(rest, `${rule}-refused`);
+  if ('unavailable' in chain) {
+    note(`the chain of refusals: ${chain.unavailable}`);
+    return alone(context, link);
   }
-  const session = await step('a session of its own', () => sessions.provision());
-  await refuseThenOwnerStops({ ...context, session }, link.refuser, link.refused);
+  const members = Object.keys(chain.refused);
+  const shared = `the ${members.length} refusals of the rule, one after another through one session's life`;
+  const { undecided, survived } = chain;
+  const failed = undecided && 'fails' in undecided ? undecided.fails : undefined;
+  // The chain's last test: a session the chain did not leave whole, though no refusal alone was shown to end it, fails there.
+  const close = async () => {
+    const failedAlone = members.some((member) => coordination.readShared(aloneFlag(member)) === 'fails');
+    if (failed === undefined || id !== members.at(-1) || failedAlone) return;
+    note(`the session did not survive ${shared}, though no refusal alone was shown to end it: refusals that add up, or no session left to tell which`);
+    await check('survives', () => runCheck(survived));
+  };
+  if (failed !== undefined ? sessions.budgetLeft() > 0 : undecided && 'tooSlow' in undecided && sessions.spare()) {
+    note(`${shared} did not show every one refused and the session whole (${failed ?? describe(undecided!)}): this one alone, on a session of its own`);
+    await alone(context, link, true);
+    return close();
+  }
+  await check('refused', chain.refused[id]);
+  if (failed !== undefined) {
+    await close();
+    notVerifiable(`${shared} did not leave the session whole (${failed}), and the budget has no session to try this one alone`);
+  }
+  if (!undecided) note(`proved with ${shared}`);
+  await check('survives', survived);
+}
+
+/** Raised by a test of the chain whose refusals, alone, failed. */
+const aloneFlag = (id: string) => `refusal-chain-alone-${id.replace(/\W+/g, '-')}`;
+
+/** The test's refusals on a session of its own; where they fail, the chain hears of it (`tell`). */
+async function alone(context: Omit<RefusalContext, 'session'>, link: Link, tell = false): Promise<void> {
+  const session = await step('a session of its own', () => context.sessions.provision());
+  try {
+    await refuseThenOwnerStops({ ...context, session }, link.refuser, link.refused);
+  } catch (error) {
+    if (tell) context.api.coordination?.share(aloneFlag(link.id), 'fails');
+    throw error;
+  }
 }
 
 async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext, 'session'>, links: Link[]): Promise<Chain> {
+  // Nine tests' requests in one: each refuser's four within the time a test has.
+  extendTimeout(links.length * 4 * settings.requestTimeoutMs);
   const session = await step(`a session for the rule's ${links.length} refusals, one after another`, () => sessions.provision());
   const beforeMs = holdBeforeMs(api, settings, session.created);
   await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
@@ -85,16 +124,19 @@ async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext,
   api.release(connection);
   // A clock restarted by the first refusal is the closest to the whole session's: later ones differ more.
   const survived = judge.survived(stop, session.created, first as Answer, boundsOf(settings));
-  const undecided = [...Object.values(refused), survived].map(failureOf).find((why) => why !== undefined);
-  const notRefused = links.filter((link) => failureOf(refused[link.id]) !== undefined).map((link) => link.id);
-  return { refused, survived, ...(undecided === undefined ? {} : { undecided }), ...(notRefused.length ? { notRefused } : {}) };
+  const judged = [...Object.values(refused), survived].map(judgedOf);
+  const undecided = judged.find((one) => one && 'fails' in one) ?? judged.find(Boolean);
+  const notRefused = links.filter((link) => judgedOf(refused[link.id]) !== undefined).map((link) => link.id);
+  return { refused, survived, ...(undecided ? { undecided } : {}), ...(notRefused.length ? { notRefused } : {}) };
 }
 
-/** Why a check fails or cannot tell, in a line; undefined when it holds or finds the declared behaviour. */
-function failureOf(call: CheckCall): string | undefined {
+function judgedOf(call: CheckCall): Judged | undefined {
   try {
-    return runCheck(call)?.notVerifiable;
+    const verdict = runCheck(call);
+    return verdict ? { untold: verdict.notVerifiable, ...(verdict.tooSlow ? { tooSlow: true as const } : {}) } : undefined;
   } catch (error) {
-    return error instanceof DeclaredBehaviour ? undefined : (error as Error).message.split('\n')[0];
+    return error instanceof DeclaredBehaviour ? undefined : { fails: (error as Error).message.split('\n')[0] };
   }
 }
+
+const describe = (judged: Judged) => ('fails' in judged ? judged.fails : judged.untold);

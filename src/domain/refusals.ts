@@ -104,9 +104,9 @@ export async function askToStop(
   owner: Identity,
   connection: ReturnType<Client['connection']>,
   refusedCheck: (answers: Answer[]) => CheckCall,
-): Promise<{ refusal: Answer; answers: Answer[]; checked: CheckCall }> {
+): Promise<{ refusal: Answer; checked: CheckCall }> {
   const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.stop(jobId, refuser, { connection }));
-  if (refuser.team !== undefined && refuser.team === owner.team) return { refusal, answers: [refusal], checked: refusedCheck([refusal]) };
+  if (refuser.team !== undefined && refuser.team === owner.team) return { refusal, checked: refusedCheck([refusal]) };
   const again = await step(`${refuser.name} asks again, on a connection that has just carried the owner's valid request`, async () => {
     const ownersConnection = api.connection();
     await api.stop(randomUUID(), owner, { connection: ownersConnection });
@@ -117,8 +117,7 @@ export async function askToStop(
   if (!again.reusedConnection) note("the target closed the connection after the owner's request: the refusal could not share it");
   const third = await step(`${refuser.name} asks a third time, on its own connection`, () => api.stop(jobId, refuser, { connection }));
   const upperCase = await step(`${refuser.name} asks once more, with the job id in upper case`, () => api.stop(jobId.toUpperCase(), refuser, { connection }));
-  const answers = [refusal, again, third, upperCase];
-  return { refusal, answers, checked: judge.all([refusedCheck([refusal, again, third]), judge.refused([upperCase])]) };
+  return { refusal, checked: judge.all([refusedCheck([refusal, again, third]), judge.refused([upperCase])]) };
 }
 
 /** The most a session is held longer when a proof could not tell: twice the longest stop a refusal's hold is sized from. */

@@ -336,6 +336,11 @@ export class Sessions {
     return this.roomOf(this.owner).slots.statedCap();
   }
 
+  /** The owner team's cap in its refusals' own words. */
+  capInWords(): number | undefined {
+    return this.roomOf(this.owner).slots.capInWords();
+  }
+
   /**
    * One session on each of `count` new jobs, the jobs scraped first (a cap on jobs counts a scrape
    * in progress), then the interacts at once. While fewer than `enough` opened, as many of those a cap

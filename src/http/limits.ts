@@ -41,7 +41,8 @@ export function readRefusal(text: string, headers: Record<string, string>): Refu
   const refusal: Refusal = {};
   if (CAP_WORDS.test(text)) {
     refusal.kind = 'cap';
-    const stated = /\((\d+)\)|\bat most (\d+)\b/i.exec(text);
+    // A number in brackets or after "at most", not one that says when to try again.
+    const stated = /(?<!\b(?:in|after|wait)\s*)\((\d+)\)|\bat most (\d+)\b/i.exec(text);
     if (stated) refusal.cap = Number(stated[1] ?? stated[2]);
   } else if (RATE_WORDS.test(text)) refusal.kind = 'rate';
   const window = WINDOW.exec(text) ?? /requests? per (\d*)\s*(second|minute|hour)/i.exec(text);
