@@ -10,13 +10,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { notVerifiable } from '../checks/checks';
 import { extendTimeout, note, step } from '../checks/recorder';
-import { DeclaredBehaviour } from '../config/errors';
 import { ruleOf, type TestId } from '../config/rules';
 import { stopPriced } from './account';
 import type { Answer } from './answer';
 import { boundsOf } from './billing';
 import { type CheckCall, judge, runCheck } from './named-checks';
-import { askToStop, holdAroundMs, holdBeforeMs, type RefusalContext, refuseThenOwnerStops } from './refusals';
+import { askToStop, holdAroundMs, holdBeforeMs, type Judged, judgedOf, type RefusalContext, refuseThenOwnerStops } from './refusals';
 import type { Identity } from './target';
 
 /** One refusal of a chain: its test, who refuses, and how its answers are judged. */
@@ -33,9 +32,6 @@ interface Chain {
   undecided?: Judged;
   notRefused?: string[];
 }
-
-/** A check that fails, or cannot tell (too slow: a longer hold may tell); undefined where it holds or finds the declared behaviour. */
-type Judged = { fails: string } | { untold: string; tooSlow?: true };
 
 /** How long a test of the chain waits for the one running it in another worker. */
 const CHAIN_WAIT_MS = 120_000;
@@ -128,15 +124,6 @@ async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext,
   const undecided = judged.find((one) => one && 'fails' in one) ?? judged.find(Boolean);
   const notRefused = links.filter((link) => judgedOf(refused[link.id]) !== undefined).map((link) => link.id);
   return { refused, survived, ...(undecided ? { undecided } : {}), ...(notRefused.length ? { notRefused } : {}) };
-}
-
-function judgedOf(call: CheckCall): Judged | undefined {
-  try {
-    const verdict = runCheck(call);
-    return verdict ? { untold: verdict.notVerifiable, ...(verdict.tooSlow ? { tooSlow: true as const } : {}) } : undefined;
-  } catch (error) {
-    return error instanceof DeclaredBehaviour ? undefined : { fails: (error as Error).message.split('\n')[0] };
-  }
 }
 
 const describe = (judged: Judged) => ('fails' in judged ? judged.fails : judged.untold);

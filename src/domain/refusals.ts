@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Check } from '../checks/checks';
 import { extendTimeout, note, step } from '../checks/recorder';
+import { DeclaredBehaviour } from '../config/errors';
 import type { Settings } from '../config/settings';
 import { accountPrices, stopPriced } from './account';
 import type { Answer } from './answer';
@@ -134,18 +135,22 @@ export function longerIfTooSlow(
   proof: CheckCall,
   slow: Answer,
 ): number | undefined {
-  if (!tooSlow(proof) || !sessions.spare()) return undefined;
+  const judged = judgedOf(proof);
+  if (!judged || !('tooSlow' in judged) || !sessions.spare()) return undefined;
   const longerMs = Math.min(MOST_LONGER_MS, 4 * Math.round(slow.receivedAt - slow.sentAt));
   extendTimeout(2 * (longerMs + holdBeforeMs(api, settings, slow) + settings.requestTimeoutMs));
   note(`the survival proof could not tell, the exchanges took as long as the hold: all of it again, on a fresh session held ${longerMs} ms longer`);
   return longerMs;
 }
 
-/** A survival proof that could not tell because the exchanges took as long as the hold. */
-function tooSlow(call: CheckCall): boolean {
+/** A check that fails, or cannot tell (`tooSlow`: the exchanges took as long as the hold); undefined where it holds or finds the declared behaviour. */
+export type Judged = { fails: string } | { untold: string; tooSlow?: true };
+
+export function judgedOf(call: CheckCall): Judged | undefined {
   try {
-    return (runCheck(call) as { tooSlow?: true } | undefined)?.tooSlow === true;
-  } catch {
-    return false;
+    const verdict = runCheck(call);
+    return verdict ? { untold: verdict.notVerifiable, ...(verdict.tooSlow ? { tooSlow: true as const } : {}) } : undefined;
+  } catch (error) {
+    return error instanceof DeclaredBehaviour ? undefined : { fails: (error as Error).message.split('\n')[0] };
   }
 }
