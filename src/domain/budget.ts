@@ -30,8 +30,12 @@ export interface Prediction {
   budget: number;
   scrapes: number;
   credits: number;
-  /** Requests to stop and interact, per team: about, since a back-off after 429 sends more. */
+  /** Requests to stop and interact of the rules' tests, per team: about, since a back-off after 429 sends more. */
   requests: Record<string, number>;
+  /** The sequences rule's requests, at most. */
+  searchRequests: number;
+  /** The bursts' requests per team, at most: they end at the target's first 429s. */
+  bursts: Record<string, number>;
   /** Where the rate is known: the least time the owner's requests take under it. */
   minutes?: number;
 }
@@ -71,13 +75,15 @@ export function predict(settings: Settings): Prediction {
     const rest = tests.filter((id) => id !== 'sequences/random-histories' && !id.startsWith('rate-limit/')).length;
     const sequenceRequests = Math.min(settings.sequenceBudget, sequences * SEQUENCE_REQUESTS_PER_SESSION);
     const owner = OWNER_REQUESTS_PER_TEST * rest + sequenceRequests;
-    const requests: Record<string, number> = { 'owner team': owner, 'foreign team': FOREIGN_REQUESTS_PER_TEST * rest + Math.ceil(sequenceRequests / 4) };
+    const requests: Record<string, number> = { 'owner team': OWNER_REQUESTS_PER_TEST * rest, 'foreign team': FOREIGN_REQUESTS_PER_TEST * rest };
     const rate = settings.rateLimit;
-    // Where the rate is known, the burst is just wider than the room in the window.
+    // Where the rate is known, a burst is just wider than the room in the window.
+    const burst = rate ? rate.limit + 2 : settings.burstRequests;
+    const bursts: Record<string, number> = {};
     const burstTeam = settings.burstApiKey || settings.embedded ? 'burst team' : 'owner team';
-    if (tests.includes('rate-limit/burst')) requests[burstTeam] = (requests[burstTeam] ?? 0) + (rate ? rate.limit + 2 : settings.burstRequests);
+    if (tests.includes('rate-limit/burst')) bursts[burstTeam] = burst;
     // teams-apart spends the owner's limit as the burst does, last of all.
-    if (tests.includes('rate-limit/teams-apart')) requests['owner team'] += rate ? rate.limit + 2 : settings.burstRequests;
+    if (tests.includes('rate-limit/teams-apart')) bursts['owner team'] = (bursts['owner team'] ?? 0) + burst;
     return {
       sessions,
       sequences,
@@ -86,6 +92,8 @@ export function predict(settings: Settings): Prediction {
       scrapes: sessions + jobs + 1,
       credits: +credits.toFixed(4),
       requests,
+      searchRequests: sequenceRequests,
+      bursts,
       ...(rate ? { minutes: Math.ceil((owner / rate.limit) * (rate.windowMs / 60_000)) } : {}),
     };
   };
@@ -97,13 +105,18 @@ export function predict(settings: Settings): Prediction {
 
 /** The prediction as the console prints it before the first test. */
 export function describePrediction(prediction: Prediction, settings: Settings): string {
-  const { sessions, sequences, needed, budget, scrapes, credits, requests, minutes } = prediction;
+  const { sessions, sequences, needed, budget, scrapes, credits, requests, searchRequests, bursts, minutes } = prediction;
+  const perTeam = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .map(([team, count]) => `${count} as the ${team}`)
+      .join(' and ');
   const price = settings.declaredBilling ? 'the declared billing rule' : "the specification's 2 credits a minute";
   const lines = [
     `COST AT MOST: ${sessions} session(s) (SESSION_BUDGET=${budget}${settings.creditBudget === undefined ? '' : `, to fit CREDIT_BUDGET=${settings.creditBudget}`}; ${sequences} of them the sequences rule's), about ${scrapes} scrape(s) and ${credits} credit(s) at ${price} and ${SCRAPE_CREDITS} a scrape`,
-    `  requests to stop and interact, about: ${Object.entries(requests)
-      .map(([team, count]) => `${count} as the ${team}`)
-      .join(', ')}${minutes === undefined ? '' : `; at least ${minutes} minute(s) at RATE_LIMIT`}`,
+    `  requests to stop and interact: about ${perTeam(requests)} for the rules' tests` +
+      (searchRequests ? `, up to ${searchRequests} more as the owner team for the sequences rule's search` : '') +
+      (Object.keys(bursts).length ? `; the bursts up to ${perTeam(bursts)}, ending at the target's first 429s` : '') +
+      (minutes === undefined ? '' : `; at least ${minutes} minute(s) at RATE_LIMIT`),
   ];
   if (budget < needed)
     lines.push(

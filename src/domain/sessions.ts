@@ -96,6 +96,9 @@ export interface SessionsOptions {
 }
 
 /** The sessions of one test (or one history of the sequences rule): provisioned, used, and stopped afterwards. */
+/** How long after its scrape's answer the target last found a new job, where it did not at once: told to every worker. */
+const PROVISIONING_LAG = 'provisioning-lag';
+
 export class Sessions {
   /** Every job a session may have followed, in the order created, with the team that owns it. */
   private readonly created: { jobId: string; owner: Identity }[] = [];
@@ -348,8 +351,8 @@ export class Sessions {
    */
   async openEvery(count: number, enough: number, confirmMs: number): Promise<Answer[]> {
     const jobs = await Promise.all(Array.from({ length: count }, () => this.scrape(true, false, this.owner)));
-    const open = async (jobId: string) => (await this.openAtOnce(1, { once: true, jobId })).opens[0];
-    const answers = await Promise.all(jobs.map(({ jobId }) => open(jobId)));
+    const open = async (job: ScrapedJob) => (await this.openAtOnce(1, { once: true, job })).opens[0];
+    const answers = await Promise.all(jobs.map(open));
     const until = performance.now() + confirmMs;
     // Only as many as are missing, each wait twice the last: a target slow to free a slot is not flooded with refusals.
     for (let wait = 1000; performance.now() + wait < until; wait *= 2) {
@@ -357,7 +360,7 @@ export class Sessions {
       const refused = answers.flatMap((answer, i) => (answer.status === 429 ? [i] : [])).slice(0, Math.max(0, missing));
       if (!refused.length) break;
       await sleep(wait, undefined, { signal: this.options.signal });
-      await Promise.all(refused.map(async (i) => (answers[i] = await open(jobs[i].jobId))));
+      await Promise.all(refused.map(async (i) => (answers[i] = await open(jobs[i]))));
     }
     return answers;
   }
@@ -367,21 +370,20 @@ export class Sessions {
    * in the ledger first, so that the teardown stops whatever they opened. Every one 404 (the job
    * not written yet) is tried again, as provisioning does.
    */
-  async openAtOnce(
-    count: number,
-    { as, once, jobId: scraped }: { as?: Identity; once?: boolean; jobId?: string } = {},
-  ): Promise<{ jobId: string; opens: Answer[] }> {
+  async openAtOnce(count: number, { as, once, job }: { as?: Identity; once?: boolean; job?: ScrapedJob } = {}): Promise<{ jobId: string; opens: Answer[] }> {
     const { api } = this.options;
     const owner = as ?? this.owner;
     if (this.roomOf(owner).taken <= this.liveOf(owner)) await this.reserve(this.liveOf(owner) + 1, owner);
     const giveBackSession = this.takeFromBudget();
-    const { jobId } = scraped
-      ? { jobId: scraped }
-      : await this.scrape(true, false, owner).catch((error) => {
-          giveBackSession();
-          throw error;
-        });
+    const { jobId, scrape } =
+      job ??
+      (await this.scrape(true, false, owner).catch((error) => {
+        giveBackSession();
+        throw error;
+      }));
+    await this.written(scrape);
     let opens: Answer[];
+    let retried = false;
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
       opens = await Promise.all(
         Array.from({ length: count }, async () => {
@@ -406,8 +408,11 @@ export class Sessions {
         }),
       );
       if (opens.some((answer) => answer.status !== 404) || performance.now() + wait > until) break;
+      countProvisioningRetry();
+      retried = true;
       await sleep(wait, undefined, { signal: this.options.signal });
     }
+    this.learnLag(scrape, opens.find((answer) => answer.status !== 404) ?? opens[0], retried);
     if (opens.some((answer) => answer.status === 200)) this.live.push({ jobId, owner }), countSession();
     else giveBackSession();
     return { jobId, opens };
@@ -490,8 +495,10 @@ export class Sessions {
     const { api } = this.options;
     const { jobId, scrape } = job ?? (await this.scrape(true, quiet, owner));
     if (gapMs > 0 && !job) await sleep(gapMs, undefined, { signal: this.options.signal });
+    await this.written(scrape);
     let interact: Answer;
     let opening: Opening;
+    let retried = false;
     // A job the target writes after answering its scrape (the hosted service does) may not be found at once: 404 is tried again, PROVISIONING_RACE_MS at most.
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
       opening = openingOf(this.options, owner, jobId, true);
@@ -516,12 +523,25 @@ export class Sessions {
       opening.ended(interact.status);
       if (interact.status !== 404 || performance.now() + wait > until) break;
       countProvisioningRetry();
+      retried = true;
       await sleep(wait, undefined, { signal: this.options.signal });
     }
+    this.learnLag(scrape, interact, retried);
     if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening.cap!, interact.refusal?.cap), { jobId, scrape });
     if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
     return { jobId, scrape, created: interact, owner };
+  }
+
+  /** A target that wrote its last job late is given as long after this job's scrape: a 404 tried again is a request of the limit spent. */
+  private async written(scrape: Answer): Promise<void> {
+    const learnt = this.options.api.coordination?.readShared<number>(PROVISIONING_LAG);
+    const lag = (typeof learnt === 'number' ? learnt : 0) - (performance.now() - scrape.receivedAt);
+    if (lag > 0) await sleep(lag, undefined, { signal: this.options.signal });
+  }
+
+  private learnLag(scrape: Answer, found: Answer, retried: boolean): void {
+    if (retried && found.status !== 404) this.options.api.coordination?.share(PROVISIONING_LAG, Math.round(found.sentAt - scrape.receivedAt));
   }
 }
