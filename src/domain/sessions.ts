@@ -383,7 +383,7 @@ export class Sessions {
       }));
     await this.written(scrape);
     let opens: Answer[];
-    let retried = false;
+    let notYet: number | undefined;
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
       opens = await Promise.all(
         Array.from({ length: count }, async () => {
@@ -409,10 +409,10 @@ export class Sessions {
       );
       if (opens.some((answer) => answer.status !== 404) || performance.now() + wait > until) break;
       countProvisioningRetry();
-      retried = true;
+      notYet = Math.max(...opens.map((answer) => answer.receivedAt));
       await sleep(wait, undefined, { signal: this.options.signal });
     }
-    this.learnLag(scrape, opens.find((answer) => answer.status !== 404) ?? opens[0], retried);
+    if (opens.some((answer) => answer.status !== 404)) this.learnLag(scrape, notYet);
     if (opens.some((answer) => answer.status === 200)) this.live.push({ jobId, owner }), countSession();
     else giveBackSession();
     return { jobId, opens };
@@ -498,7 +498,7 @@ export class Sessions {
     await this.written(scrape);
     let interact: Answer;
     let opening: Opening;
-    let retried = false;
+    let notYet: number | undefined;
     // A job the target writes after answering its scrape (the hosted service does) may not be found at once: 404 is tried again, PROVISIONING_RACE_MS at most.
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
       opening = openingOf(this.options, owner, jobId, true);
@@ -523,10 +523,10 @@ export class Sessions {
       opening.ended(interact.status);
       if (interact.status !== 404 || performance.now() + wait > until) break;
       countProvisioningRetry();
-      retried = true;
+      notYet = interact.receivedAt;
       await sleep(wait, undefined, { signal: this.options.signal });
     }
-    this.learnLag(scrape, interact, retried);
+    if (interact.status !== 404) this.learnLag(scrape, notYet);
     if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening.cap!, interact.refusal?.cap), { jobId, scrape });
     if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
@@ -541,7 +541,8 @@ export class Sessions {
     if (lag > 0) await sleep(lag, undefined, { signal: this.options.signal });
   }
 
-  private learnLag(scrape: Answer, found: Answer, retried: boolean): void {
-    if (retried && found.status !== 404) this.options.api.coordination?.share(PROVISIONING_LAG, Math.round(found.sentAt - scrape.receivedAt));
+  /** `notYet`: when the target last answered that it had no such job, a little past which it is taken to have written it. */
+  private learnLag(scrape: Answer, notYet: number | undefined): void {
+    if (notYet !== undefined) this.options.api.coordination?.share(PROVISIONING_LAG, Math.round(notYet - scrape.receivedAt + 50));
   }
 }

@@ -1,5 +1,6 @@
 /** The systematic phase: every short pattern of step kinds over one session, most telling first. */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { extendTimeout } from '../checks/recorder';
 import {
   History,
   holdStep,
@@ -144,8 +145,8 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     });
     return { history, message: failed?.message, reproduction: failed?.reproduction, ran };
   };
-  for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime; depth++) {
-    const patterns = patternsOfDepth(depth);
+  /** Runs `patterns` in order, several sessions at once where the pace allows; true when every one ran. */
+  const runPatterns = async (patterns: Kind[][], budget: Budget): Promise<boolean> => {
     let next = 0;
     /**
      * Patterns one after the other through one session's life, while it was never stopped: a session a
@@ -203,7 +204,19 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
       }
     };
     await Promise.all(Array.from({ length: LANES }, (_, number) => lane(number)));
-    if (next < patterns.length) break;
+    return next === patterns.length;
+  };
+  for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime; depth++)
+    if (!(await runPatterns(patternsOfDepth(depth), budget))) break;
+  // Every kind at least once, whatever the time: on a slow plan the most telling patterns may not have reached them all.
+  const missing = patternsOfDepth(1).filter(([kind]) => !covered.get(1)?.has(kind));
+  if (missing.length && !failure && !budget.halted && !budget.outOfSessions) {
+    const requests = missing.reduce((sum, pattern) => sum + requestsOf(pattern) + 2, 0);
+    const oneStep = new Budget(Math.max(budget.left, requests), Number.POSITIVE_INFINITY, options.pacer);
+    extendTimeout(options.pacer.expectedMs(requests));
+    await runPatterns(missing, oneStep);
+    budget.spend(oneStep.spent);
+    budget.halted ??= oneStep.halted;
   }
   if (budget.halted && !failure) throw budget.halted;
   const exploration = {
