@@ -123,11 +123,14 @@ export default class SummaryReporter implements Reporter {
   /** Once a limit is known, about once a minute: what remains, at the rate of the busiest team's stops and interacts. */
   private progress(): void {
     if (Date.now() - this.told < PROGRESS_EVERY_MS || this.done >= this.total) return;
-    const rate = this.rates().find((known) => known.limiter === 'interact');
-    const spent = readSpend(this.options.reportsDir).teams[rate?.team ?? '']?.through.length;
-    if (!rate || !spent) return;
+    const teams = readSpend(this.options.reportsDir).teams;
+    // Each team's pace so far, carried over the tests left: the slowest decides.
+    const [minutesLeft, rate] = this.rates()
+      .filter((known) => known.limiter === 'interact' && teams[known.team]?.through.length)
+      .map((known) => [(((teams[known.team].through.length / this.done) * (this.total - this.done)) / known.limit) * (known.windowMs / 60_000), known] as const)
+      .sort(([a], [b]) => b - a)[0] ?? [0, undefined];
+    if (!rate) return;
     this.told = Date.now();
-    const minutesLeft = (((spent / this.done) * (this.total - this.done)) / rate.limit) * (rate.windowMs / 60_000);
     console.log(
       `Progress: ${this.done} of ${this.total} tests in ${Math.round((Date.now() - this.started) / 60_000)} min; about ${Math.max(1, Math.round(minutesLeft))} min left at ${describeRate(rate)} ` +
         `(the ${rate.team} team's ${LIMITERS[rate.limiter]}, ${rate.from}).`,
