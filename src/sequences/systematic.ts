@@ -122,7 +122,11 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
   const state = phaseState();
   const covered = new Map<number, Set<string>>();
   const holdMs = options.settings.durationToleranceMs + 10;
-  let failure: { history: History; message: string; pattern: Kind[]; index: number; reproduction?: HistoryFailure['reproduction'] } | undefined;
+  type Found = { history: History; message: string; pattern: Kind[]; index: number; reproduction?: HistoryFailure['reproduction'] };
+  type Alone = Awaited<ReturnType<typeof runPattern>> & { outOfSessions: boolean };
+  // A failure that shows alone ends the search; one that showed only after other patterns (a clock that needed time) is kept while it goes on.
+  let failure: (Found & { alone: Alone }) | undefined;
+  let besides: (Found & { alone: Alone }) | undefined;
   /** One pattern from a fresh session, then the owner's stop. A stop without a valid key takes its key by the pattern's place: the same every run. */
   /** One pattern from a fresh session, its sessions from `allowance`: run alone, to tell whether a failure found beside others is its own. */
   const runPattern = async (pattern: Kind[], index: number, within: Budget, allowance: { left: number }) => {
@@ -191,8 +195,15 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
       const last = ran.at(-1);
       // A failure at the first step of a pattern was set up by the one before it in the session's life: that one is run alone.
       const culprit = last && last.steps === 0 && ran.length > 1 ? ran.at(-2)! : last;
-      if (failed && culprit && !failure)
-        failure = { history, message: failed.message, pattern: culprit.pattern, index: culprit.index, reproduction: failed.reproduction };
+      if (failed && culprit && !failure) {
+        const found = { history, message: failed.message, pattern: culprit.pattern, index: culprit.index, reproduction: failed.reproduction };
+        // Other histories ran beside it: the pattern once more alone, so that the report says whether it breaks on its own.
+        const requests = requestsOf(found.pattern) + 2;
+        const aloneBudget = new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer);
+        const alone = { ...(await runPattern(found.pattern, found.index, aloneBudget, { left: 2 })), outOfSessions: aloneBudget.outOfSessions };
+        if (alone.message) failure ??= { ...found, alone };
+        else besides ??= { ...found, alone };
+      }
     };
     const lane = async (number: number) => {
       while (!failure && next < patterns.length && budget.affords(requestsOf(patterns[next]) + 2)) {
@@ -218,6 +229,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     budget.spend(oneStep.spent);
     budget.halted ??= oneStep.halted;
   }
+  failure ??= besides;
   if (budget.halted && !failure) throw budget.halted;
   const exploration = {
     ...finish('systematic', state, budget, 'the systematic phase runs the same patterns every time'),
@@ -225,11 +237,8 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     everyThreeStep: (covered.get(3)?.size ?? 0) === KIND_NAMES.length ** 3,
   };
   if (failure) {
-    // Other histories ran beside it: run the pattern once more alone, so that the report says whether it breaks on its own.
-    const requests = requestsOf(failure.pattern) + 2;
-    const aloneBudget = new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer);
-    const alone = await runPattern(failure.pattern, failure.index, aloneBudget, { left: 2 });
-    const apart = aloneBudget.outOfSessions ? 'it could not be run alone, the session budget being spent' : 'run alone from a fresh session, it passed';
+    const { alone } = failure;
+    const apart = alone.outOfSessions ? 'it could not be run alone, the session budget being spent' : 'run alone from a fresh session, it passed';
     const shown = alone.message ? alone : failure;
     exploration.failure = shown.message;
     // The history run alone has a part of the trace of its own; one run beside others shares it with them.
