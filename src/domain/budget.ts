@@ -16,8 +16,8 @@ const SESSION_LIFE_MS = 60_000;
 const SCRAPE_CREDITS = 1;
 /** Requests to stop and interact the sequences rule sends per session it opens, at most: patterns chained through its life, its provision and its stop. */
 export const SEQUENCE_REQUESTS_PER_SESSION = 30;
-/** Requests to stop and interact a rule's test sends, about: the owner's (its provisioning, stops, and stops held around a refusal), another team's. */
-const OWNER_REQUESTS_PER_TEST = 4;
+/** Requests to stop and interact, about: the owner's, one a test and two a session (its provision and its stop); another team's, one a test. */
+const OWNER_REQUESTS_PER_SESSION = 2;
 const FOREIGN_REQUESTS_PER_TEST = 1;
 
 export interface Prediction {
@@ -36,7 +36,7 @@ export interface Prediction {
   searchRequests: number;
   /** The bursts' requests per team, at most: they end at the target's first 429s. */
   bursts: Record<string, number>;
-  /** Where the rate is known: the least time the owner's requests take under it. */
+  /** Where the rate is known: about how long the owner's requests take under it, and the search its time. */
   minutes?: number;
 }
 
@@ -74,8 +74,7 @@ export function predict(settings: Settings): Prediction {
       SCRAPE_CREDITS * (sessions + jobs + 1);
     const rest = tests.filter((id) => id !== 'sequences/random-histories' && !id.startsWith('rate-limit/')).length;
     const sequenceRequests = Math.min(settings.sequenceBudget, sequences * SEQUENCE_REQUESTS_PER_SESSION);
-    const owner = OWNER_REQUESTS_PER_TEST * rest + sequenceRequests;
-    const requests: Record<string, number> = { 'owner team': OWNER_REQUESTS_PER_TEST * rest, 'foreign team': FOREIGN_REQUESTS_PER_TEST * rest };
+    const requests: Record<string, number> = { 'owner team': rest + OWNER_REQUESTS_PER_SESSION * needed, 'foreign team': FOREIGN_REQUESTS_PER_TEST * rest };
     const rate = settings.rateLimit;
     // Where the rate is known, a burst is just wider than the room in the window.
     const burst = rate ? rate.limit + 2 : settings.burstRequests;
@@ -94,7 +93,10 @@ export function predict(settings: Settings): Prediction {
       requests,
       searchRequests: sequenceRequests,
       bursts,
-      ...(rate ? { minutes: Math.ceil((owner / rate.limit) * (rate.windowMs / 60_000)) } : {}),
+      // The search ends with SEQUENCE_SECONDS, whatever its requests.
+      ...(rate
+        ? { minutes: Math.ceil((requests['owner team'] / rate.limit) * (rate.windowMs / 60_000) + (searches ? settings.sequenceSeconds / 60 : 0)) }
+        : {}),
     };
   };
   let prediction = at(settings.sessionBudget);
@@ -116,7 +118,7 @@ export function describePrediction(prediction: Prediction, settings: Settings): 
     `  requests to stop and interact: about ${perTeam(requests)} for the rules' tests` +
       (searchRequests ? `, up to ${searchRequests} more as the owner team for the sequences rule's search` : '') +
       (Object.keys(bursts).length ? `; the bursts up to ${perTeam(bursts)}, ending at the target's first 429s` : '') +
-      (minutes === undefined ? '' : `; at least ${minutes} minute(s) at RATE_LIMIT`),
+      (minutes === undefined ? '' : `; about ${minutes} minute(s) at RATE_LIMIT`),
   ];
   if (budget < needed)
     lines.push(
