@@ -1,7 +1,6 @@
 /**
- * Reproductions judge as the run does: their `expect` (src/reproduction/expect.ts) agrees with
- * Playwright's on every matcher the named checks use, the bundled runner carries no Playwright and
- * no key, a trace's arguments are written as data, never as a caller, and a request the run sent
+ * Reproductions judge as the run does (one `expect`, held to Playwright's in suite.test.ts): the
+ * bundled runner carries no Playwright and no key, a trace's arguments are written as data, never as a caller, and a request the run sent
  * into the team's rate limit goes into it again.
  */
 
@@ -22,70 +21,6 @@ import { writeReproduction } from '../src/reproduction/write';
 import { isolatedEnv, ROOT, runCommand } from './matrix';
 import { SECRETS } from './secrets';
 import { variants } from './variants';
-
-type Expect = (actual: unknown, message?: string) => any;
-
-const stop = { success: true, sessionDurationMs: 1250, creditsBilled: 0.041667 };
-const CASES: [string, (expect: Expect) => void][] = [
-  ['toBe', (e) => e(200).toBe(200)],
-  ['toBe, another value', (e) => e(404).toBe(200)],
-  ['toBe, NaN', (e) => e(NaN).toBe(NaN)],
-  ['toBe, 0 and -0', (e) => e(-0).toBe(0)],
-  ['toBe, an equal object', (e) => e({}).toBe({})],
-  ['not.toBe', (e) => e(undefined).not.toBe(true)],
-  ['not.toBe, the same', (e) => e(true).not.toBe(true)],
-  ['>=', (e) => e(3).toBeGreaterThanOrEqual(3)],
-  ['>=, below', (e) => e(2.9).toBeGreaterThanOrEqual(3)],
-  ['>=, a string', (e) => e('5').toBeGreaterThanOrEqual(3)],
-  ['<=', (e) => e(3).toBeLessThanOrEqual(3)],
-  ['<=, above', (e) => e(3.1).toBeLessThanOrEqual(3)],
-  ['<=, null', (e) => e(null).toBeLessThanOrEqual(3)],
-  ['<', (e) => e(499).toBeLessThan(500)],
-  ['<, equal', (e) => e(500).toBeLessThan(500)],
-  ['<, NaN', (e) => e(NaN).toBeLessThan(500)],
-  ['>', (e) => e(1).toBeGreaterThan(0)],
-  ['>, equal', (e) => e(0).toBeGreaterThan(0)],
-  ['toBeOneOf', (e) => e(404).toBeOneOf([200, 404])],
-  ['toBeOneOf, another value', (e) => e(502).toBeOneOf([200, 404])],
-  ['toBeOneOf, a string', (e) => e('404').toBeOneOf([200, 404])],
-  ['toContain', (e) => e([200, 404]).toContain(404)],
-  ['toContain, missing', (e) => e([200, 404]).toContain(500)],
-  ['toContain, a string', (e) => e('a 404 answer').toContain('404')],
-  ['toEqual []', (e) => e([]).toEqual([])],
-  ['toEqual [], not empty', (e) => e(['creditsBilled']).toEqual([])],
-  ['toEqual, an object', (e) => e({ a: 1 }).toEqual({ a: 1 })],
-  ['toEqual, another object', (e) => e({ a: 1 }).toEqual({ a: 2 })],
-  ['toMatch', (e) => e('application/json; charset=utf-8').toMatch(/^application\/json\s*(;.*)?$/i)],
-  ['toMatch, failing', (e) => e('text/html').toMatch(/^application\/json/)],
-  ['toMatch, undefined', (e) => e(undefined).toMatch(/json/)],
-  ['toBeUndefined', (e) => e(undefined).toBeUndefined()],
-  ['toBeUndefined, a value', (e) => e('x').toBeUndefined()],
-  ['toMatchSchema', (e) => e(stop).toMatchSchema('stop-result')],
-  ['toMatchSchema, breaking it', (e) => e({ ...stop, success: 'yes' }).toMatchSchema('stop-result')],
-  ['toMatchSchema, an error', (e) => e({ success: false, error: 'Forbidden.' }).toMatchSchema('error')],
-  ['toMatchSchema, a multi-line error', (e) => e({ success: false, error: 'a\nb' }).toMatchSchema('error')],
-];
-
-test("a reproduction's expect agrees with Playwright's on every matcher the named checks use, and says what it expected", async () => {
-  const { expect: run } = await import('../src/checks/expect');
-  const { expect: reproduction } = await import('../src/reproduction/expect');
-  const outcome = (check: () => void) => {
-    try {
-      check();
-      return 'pass';
-    } catch {
-      return 'fail';
-    }
-  };
-  for (const [name, check] of CASES)
-    assert.equal(
-      outcome(() => check(reproduction)),
-      outcome(() => check(run as Expect)),
-      name,
-    );
-  assert.throws(() => reproduction(404, 'status').toBe(200), /status[\s\S]*Expected: 200[\s\S]*Received: 404/);
-  assert.throws(() => reproduction(502, 'status').toBeOneOf([200, 404]), /status[\s\S]*Expected: one of \[200, 404\]\nReceived: 502/);
-});
 
 test('a reproduction is one file of at most 400 KB, without Playwright or a key; a caller is never written into it', async () => {
   const reportsDir = mkdtempSync(path.join(os.tmpdir(), 'reproduction-'));

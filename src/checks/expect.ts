@@ -1,89 +1,71 @@
 /**
- * Playwright's `expect` with `toMatchSchema(name)`, against the JSON Schemas under schemas/. Apart
- * from schemas.ts, so that the command (which validates too, in its cleanup) never loads Playwright.
+ * The matchers the named checks use, written plainly: the run and its standalone reproduction judge
+ * with this one `expect`, none more lenient than Playwright's (selftest/suite.test.ts holds them to
+ * Playwright's verdicts). A failed matcher throws with the check's message, what it expected and
+ * what it got, as Playwright words them.
  */
-import { expect as baseExpect } from '@playwright/test';
 import { redact } from '../http/redact';
 import { type SchemaName, schemaErrors } from './schemas';
 import { oneOf } from './words';
 
-const playwrightExpect = baseExpect.extend({
-  // The value judged is the one received, the allowed set the one expected (toContain reads the other way round).
-  toBeOneOf(received: unknown, expected: readonly unknown[]) {
-    const pass = expected.some((value) => Object.is(value, received));
-    return {
-      pass,
-      name: 'toBeOneOf',
-      message: () =>
-        `expect(received).${pass ? 'not.' : ''}toBeOneOf(expected)\n\nExpected: ${pass ? 'not ' : ''}one of ${oneOf(expected)}\nReceived: ${redact(JSON.stringify(received) ?? String(received))}`,
-    };
-  },
-  toMatchSchema(received: any, name: SchemaName) {
-    const errors = schemaErrors(received, name);
-    const pass = errors.length === 0;
-    return {
-      pass,
-      name: 'toMatchSchema',
-      message: () =>
-        pass
-          ? `Expected the body not to match schemas/${name}.json`
-          : `Expected the body to match schemas/${name}.json:\n${errors.map((error) => `  ${error}`).join('\n')}\nReceived: ${redact(JSON.stringify(received) ?? String(received)).slice(0, 1000)}`,
-    };
-  },
-});
-
-/** Thrown by a plain comparison that does not hold: the checks then run again with Playwright's expect. */
-class NotQuick extends Error {}
-const notQuick = (): never => {
-  throw new NotQuick();
-};
+const shown = (value: unknown) =>
+  typeof value === 'string' ? JSON.stringify(value) : value instanceof RegExp ? String(value) : (JSON.stringify(value) ?? String(value));
 const isNumber = (value: unknown): value is number => typeof value === 'number';
+const compared = (actual: unknown, expected: unknown) => isNumber(actual) && isNumber(expected);
 
-/**
- * Plain forms of the matchers the suite's checks use, none more lenient than Playwright's own;
- * any other matcher, or a failing one, sends the checks back to Playwright's expect.
- */
-function plainMatchers(actual: any) {
+function equal(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || !a || !b || Array.isArray(a) !== Array.isArray(b)) return false;
+  const [ka, kb] = [Object.keys(a), Object.keys(b)];
+  return ka.length === kb.length && ka.every((key) => equal((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]));
+}
+
+function matchers(actual: any, message: string | undefined, negated: boolean) {
+  /** `expectedText`: how the expectation reads ("< 500", "one of [200, 404]"), where not the value itself. */
+  const judge = (pass: boolean, name: string, expected: unknown, expectedText = shown(expected), detail?: string) => {
+    if (pass !== negated) return;
+    const text =
+      `${message ? `${message}\n\n` : ''}expect(received).${negated ? 'not.' : ''}${name}(expected)\n\n` +
+      `Expected: ${negated ? 'not ' : ''}${expectedText}\nReceived: ${redact(shown(actual)).slice(0, 1000)}${detail ? `\n${detail}` : ''}`;
+    throw Object.assign(new Error(text), { matcherResult: { expected, actual } });
+  };
   return {
-    toBe: (expected: unknown) => void (Object.is(actual, expected) || notQuick()),
-    not: { toBe: (expected: unknown) => void (!Object.is(actual, expected) || notQuick()) },
-    toBeGreaterThanOrEqual: (expected: number) => void ((isNumber(actual) && isNumber(expected) && actual >= expected) || notQuick()),
-    toBeLessThanOrEqual: (expected: number) => void ((isNumber(actual) && isNumber(expected) && actual <= expected) || notQuick()),
-    toBeLessThan: (expected: number) => void ((isNumber(actual) && isNumber(expected) && actual < expected) || notQuick()),
-    toBeUndefined: () => void (actual === undefined || notQuick()),
-    toBeOneOf: (expected: readonly unknown[]) => void (expected.some((value) => Object.is(value, actual)) || notQuick()),
-    toContain: (expected: unknown) =>
-      void (
-        (Array.isArray(actual) ? actual.indexOf(expected) !== -1 : typeof actual === 'string' && typeof expected === 'string' && actual.includes(expected)) ||
-        notQuick()
+    toBe: (expected: unknown) => judge(Object.is(actual, expected), 'toBe', expected),
+    toEqual: (expected: unknown) => judge(equal(actual, expected), 'toEqual', expected),
+    toBeUndefined: () => judge(actual === undefined, 'toBeUndefined', undefined, 'undefined'),
+    toBeGreaterThan: (expected: number) => judge(compared(actual, expected) && actual > expected, 'toBeGreaterThan', expected, `> ${expected}`),
+    toBeGreaterThanOrEqual: (expected: number) => judge(compared(actual, expected) && actual >= expected, 'toBeGreaterThanOrEqual', expected, `>= ${expected}`),
+    toBeLessThanOrEqual: (expected: number) => judge(compared(actual, expected) && actual <= expected, 'toBeLessThanOrEqual', expected, `<= ${expected}`),
+    toBeLessThan: (expected: number) => judge(compared(actual, expected) && actual < expected, 'toBeLessThan', expected, `< ${expected}`),
+    // The value judged is the one received, the allowed set the one expected (toContain reads the other way round).
+    toBeOneOf: (expected: readonly unknown[]) =>
+      judge(
+        expected.some((item) => Object.is(item, actual)),
+        'toBeOneOf',
+        expected,
+        `one of ${oneOf(expected)}`,
       ),
-    toEqual: (expected: unknown) => void ((Array.isArray(expected) && expected.length === 0 && Array.isArray(actual) && actual.length === 0) || notQuick()),
-    toMatchSchema: (name: SchemaName) => void (schemaErrors(actual, name).length === 0 || notQuick()),
+    toContain: (expected: unknown) =>
+      judge(
+        Array.isArray(actual) ? actual.indexOf(expected) !== -1 : typeof actual === 'string' && typeof expected === 'string' && actual.includes(expected),
+        'toContain',
+        expected,
+      ),
+    toMatch: (expected: RegExp | string) =>
+      judge(typeof actual === 'string' && (typeof expected === 'string' ? actual.includes(expected) : expected.test(actual)), 'toMatch', expected),
+    toMatchSchema: (name: SchemaName) => {
+      const errors = schemaErrors(actual, name);
+      judge(
+        errors.length === 0,
+        'toMatchSchema',
+        `schemas/${name}.json`,
+        `a body that matches schemas/${name}.json`,
+        errors.map((error) => `  ${error}`).join('\n'),
+      );
+    },
   };
 }
 
-let plain = false;
-
-export const expect = new Proxy(playwrightExpect, {
-  apply: (target, self, args: Parameters<typeof playwrightExpect>) =>
-    plain ? new Proxy(plainMatchers(args[0]), { get: (matchers, name) => (matchers as any)[name] ?? notQuick() }) : Reflect.apply(target, self, args),
-});
-
-/**
- * Runs synchronous checks with plain comparisons first and, only when one does not hold, again with
- * Playwright's expect, for its verdict and message: each of Playwright's assertions records a step
- * with a stack, and the sequences rule checks thousands of answers a run. selftest/suite.test.ts
- * holds the plain forms to Playwright's outcomes.
- */
-export function checkQuickly(checks: () => void): void {
-  plain = true;
-  try {
-    checks();
-    return;
-  } catch {
-    // Anything thrown (a comparison that failed, a matcher without a plain form, an error of the checks): Playwright's verdict decides.
-  } finally {
-    plain = false;
-  }
-  checks();
+export function expect(actual: unknown, message?: string) {
+  return { ...matchers(actual, message, false), not: matchers(actual, message, true) };
 }

@@ -6,7 +6,6 @@ import path from 'node:path';
 import { type Fixtures, type TestInfo, test } from '@playwright/test';
 import { description, displayName, historyId, label, labels, link, testCaseId } from 'allure-js-commons';
 import { type Check, type ComposedReproduction, notVerifiable } from '../checks/checks';
-import { checkQuickly } from '../checks/expect';
 import { type Failure, failureOf } from '../checks/failure';
 import type { KnownDeviation } from '../config/deviations';
 import { DeclaredBehaviour, KnownDeviationError, plain, RunError } from '../config/errors';
@@ -62,7 +61,7 @@ function createCheck(
         try {
           if (typeof judgement === 'function') await judgement();
           // Plain comparisons first: Playwright's expect records a step with a stack for each assertion.
-          else checkQuickly(() => void (unverifiable = runCheck(judgement)?.notVerifiable));
+          else unverifiable = runCheck(judgement)?.notVerifiable;
           outcomes.set(name, 'passed');
         } catch (error) {
           const message = plain(String((error as Error)?.message ?? error));

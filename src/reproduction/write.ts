@@ -1,7 +1,7 @@
 /**
  * Writes a failed test's reproduction: `<reports>/reproductions/<rule>/<test>.mjs`, one file that
  * Node 18 or later runs with no package beside it. It holds the test's trace and the checks that
- * failed (plan.ts), above the runner (runner.ts) bundled with its own `expect` and the schemas.
+ * failed (plan.ts), above the runner (runner.ts) bundled with the checks and the schemas.
  * Nothing is written that carries a registered key in any form.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { answerRefs, type Serialized, type Trace, type TraceStep } from './trace
 
 let runner: Promise<string> | undefined;
 
-/** The runner, bundled once per process: the checks' `expect` swapped for one without Playwright. */
+/** The runner, bundled once per process. */
 function bundledRunner(): Promise<string> {
   runner ??= (async () => {
     const { build } = await import('esbuild');
@@ -30,12 +30,6 @@ function bundledRunner(): Promise<string> {
       write: false,
       logLevel: 'silent',
       banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
-      plugins: [
-        {
-          name: 'expect-without-playwright',
-          setup: (bundle) => bundle.onResolve({ filter: /\/checks\/expect$/ }, () => ({ path: path.join(__dirname, 'expect.ts') })),
-        },
-      ],
     });
     return result.outputFiles[0].text;
   })();

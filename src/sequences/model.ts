@@ -13,7 +13,6 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as FastCheck from 'fast-check';
 import type { NamedCall } from '../checks/checks';
-import { checkQuickly } from '../checks/expect';
 import { DeclaredBehaviour, plain, RunError } from '../config/errors';
 import type { Settings } from '../config/settings';
 import { boundsOf, durationVerdict, expectCreditsFor, measuredInterval } from '../domain/billing';
@@ -107,7 +106,7 @@ export function disagreement(error: unknown): string {
  */
 export async function expecting(history: History, rule: string, call: NamedCall): Promise<void> {
   try {
-    checkQuickly(() => void runCheck(call));
+    runCheck(call);
   } catch (error) {
     const message = `${rule}: ${disagreement(error)}`;
     history.note(`✗ ${message}`);
@@ -143,8 +142,7 @@ async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer
     `a stop of live session ${session.label} by its owner (rules 1-2, @must)`,
     judge.modelLiveStop(sentTogether ?? answer, session.began, boundsOf(real.settings)),
   );
-  let declaredClock: string | undefined;
-  checkQuickly(() => void (declaredClock = durationVerdict(answer.body, interval, real.settings)?.message));
+  const declaredClock = durationVerdict(answer.body, interval, real.settings)?.message;
   if (declaredClock) real.history.note(`≈ (duration, rule 2, as the target's clock is declared) ${declaredClock}`);
   session.live = false;
   session.ended = answer;
@@ -152,7 +150,7 @@ async function expectOwnerStop(real: Real, session: SessionModel, answer: Answer
   if (answer.body?.creditsBilled === undefined) return;
   real.examined.charges += 1;
   try {
-    checkQuickly(() => expectCreditsFor(answer.body, interval, real.settings));
+    expectCreditsFor(answer.body, interval, real.settings);
   } catch (error) {
     const message = disagreement(error);
     // A charge the target's declared billing rule gives: its known deviation, never a failure.
