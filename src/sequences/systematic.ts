@@ -217,18 +217,23 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     await Promise.all(Array.from({ length: LANES }, (_, number) => lane(number)));
     return next === patterns.length;
   };
-  for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime; depth++)
-    if (!(await runPatterns(patternsOfDepth(depth), budget))) break;
-  // Every kind at least once, whatever the time: on a slow plan the most telling patterns may not have reached them all.
-  const missing = patternsOfDepth(1).filter(([kind]) => !covered.get(1)?.has(kind));
-  if (missing.length && !failure && !budget.halted && !budget.outOfSessions) {
+  // Every kind not yet tried, once, whatever the time: a slow plan may not reach them all with the most telling patterns.
+  const everyKind = async () => {
+    const missing = patternsOfDepth(1).filter(([kind]) => !covered.get(1)?.has(kind));
+    if (!missing.length || failure || budget.halted || budget.outOfSessions) return;
     const requests = missing.reduce((sum, pattern) => sum + requestsOf(pattern) + 2, 0);
     const oneStep = new Budget(Math.max(budget.left, requests), Number.POSITIVE_INFINITY, options.pacer);
     extendTimeout(options.pacer.expectedMs(requests));
     await runPatterns(missing, oneStep);
     budget.spend(oneStep.spent);
     budget.halted ??= oneStep.halted;
-  }
+    budget.outOfSessions ||= oneStep.outOfSessions;
+  };
+  // Where the team's limit already showed, that comes first: the most telling patterns would spend the sessions.
+  if (options.pacer.limited) await everyKind();
+  for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime; depth++)
+    if (!(await runPatterns(patternsOfDepth(depth), budget))) break;
+  await everyKind();
   failure ??= besides;
   if (budget.halted && !failure) throw budget.halted;
   const exploration = {
