@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { notVerifiable } from '../checks/checks';
-import { step } from '../checks/recorder';
+import { extendTimeout, step } from '../checks/recorder';
 import type { Settings } from '../config/settings';
 import { readRefusal } from '../http/limits';
 import { type Answer, type Client, summary } from './client';
@@ -67,7 +67,6 @@ export async function capAcrossRun(
   ledger: Ledger,
   owner: Identity,
   kept: number,
-  testInfo: { timeout: number; setTimeout: (ms: number) => void },
 ): Promise<{ refused: Answer; live: number; peak: ReturnType<Ledger['mostLive']> } | { untold: string }> {
   const peak = ledger.mostLive(api.target.baseURL, owner.name);
   const room = sessions.budgetLeft() - kept;
@@ -77,7 +76,7 @@ export async function capAcrossRun(
     return {
       untold: `not asked, the ${owner.name} held ${peak.count} live at once and the budget has ${room} session(s) left for as many (SESSION_CAP, where the cap is known, has it checked)`,
     };
-  testInfo.setTimeout(testInfo.timeout + CAP_CONFIRM_MS);
+  extendTimeout(CAP_CONFIRM_MS);
   const below = await step(`the ${owner.name} opens ${peak.count} sessions one after the other, as many as it held live at once`, () =>
     capBelowPeak(async () => (await sessions.openAtOnce(1, { once: true })).opens[0], peak.count),
   );

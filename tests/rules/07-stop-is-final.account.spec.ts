@@ -4,12 +4,12 @@
  */
 
 import { notVerifiable } from '../../src/checks/checks';
-import { OPENS, spec, TEST_IDS } from '../../src/config/rules';
-import { CAP_CONFIRM_MS, capAcrossRun, capsHeld, MOST_AT_ONCE } from '../../src/domain/cap-discovery';
+import { spec, TEST_IDS } from '../../src/config/rules';
 import { type Answer, summary } from '../../src/domain/client';
 import { judge } from '../../src/domain/named-checks';
 import { STRAY_SETTLEMENTS } from '../../src/domain/run-judges';
 import { describeSettlement, isNewCharge } from '../../src/domain/settlements';
+import { opensOneAtOnce } from '../../src/domain/simultaneous-opens';
 import { expect, test } from '../../src/playwright/fixtures';
 import { auditAccount } from '../../src/reproduction/account-audit';
 import { composeLeaks, composeStrays } from '../../src/reproduction/compose';
@@ -19,68 +19,7 @@ import type { TraceStep } from '../../src/reproduction/trace';
 test(
   'interacts that would open a session, sent at once on one job, open one: one stop ends it, and the team keeps every slot of its cap',
   spec('stop-is-final/simultaneous-opens'),
-  async ({ api, sessions, identities, settings, ledger, check }, testInfo) => {
-    // Two waits of CAP_CONFIRM_MS at most: a cap that refused a team while the run held none of its sessions, asked again later (the run is
-    // each team's only client, as its account check holds), and a slot the last stop releases late.
-    testInfo.setTimeout(testInfo.timeout + 2 * CAP_CONFIRM_MS);
-    const teams = [identities.owner, identities.foreign, ...(identities.burst ? [identities.burst] : [])];
-    const held = await capsHeld(api, teams, settings.accountCheck, async (as) => (await sessions.openAtOnce(1, { as, once: true })).opens[0]);
-    for (const description of held.freed) testInfo.annotations.push({ type: 'note', description });
-    if (held.kept.length || held.freed.length)
-      await check('room-left', () =>
-        expect(held.kept, `the target keeps the slots of stopped sessions (a stop must release its browser): ${held.kept.join('; ')}`).toEqual([]),
-      );
-    if (held.untold.length) notVerifiable(held.untold.join('; '));
-    // Under a known cap, one open more than it allows: every session opened beside the first would hold a slot.
-    const cap = sessions.cap();
-    const count = cap === undefined ? 3 : Math.min(cap + 1, MOST_AT_ONCE);
-    const { jobId, opens } = await test.step(`the owner sends ${count} interacts at once on a new job`, () => sessions.openAtOnce(count));
-    await check('opens', judge.opensOne(opens));
-    const stop = await test.step('the owner stops the session', () => api.stop(jobId, identities.owner));
-    await check('stop', judge.status(stop, 200));
-    const again = await test.step('the owner stops it again', () => api.stop(jobId, identities.owner));
-    await check('one-session', judge.oneSession(again, stop));
-    if (cap === undefined) {
-      // As many sessions one after the other as the run held live at once: a cap refusing one of them was not kept.
-      const across = await capAcrossRun(api, sessions, ledger, identities.owner, OPENS['stop-is-final/account']?.sessions ?? 0, testInfo);
-      if ('refused' in across) {
-        const shownBy = `sessions opened one after the other were refused for a cap once ${across.live} were live (${summary(across.refused)})`;
-        return check('cap-kept', judge.capKeptAllRun(across.peak, across.live, shownBy));
-      }
-      return void testInfo.annotations.push({ type: 'note', description: `cap-kept: ${across.untold}; no cap on live sessions is known` });
-    }
-    // A cap the target states (up front, or in its refusals' words): every slot free again (a session nobody can stop holds one), and
-    // one more at once refused. An inferred cap may be too high, and one above MOST_AT_ONCE too costly to fill: one session.
-    const stated = sessions.statedCap();
-    // A cap in the target's own words, against the most the owner surely held live at once during the run.
-    const inWords = sessions.capInWords();
-    const peak = ledger.mostLive(api.target.baseURL, identities.owner.name);
-    const keptAllRun = () =>
-      inWords === undefined
-        ? undefined
-        : check('cap-kept', judge.capKeptAllRun(peak, inWords, `the target's refusals state a cap of ${inWords} live sessions`));
-    const room = stated !== undefined && stated < MOST_AT_ONCE ? stated : undefined;
-    // One more than the cap where the budget has room for it, else the cap alone (cap-kept then unasked), else nothing to tell.
-    // The account check, after this test, keeps its sessions (rules.ts).
-    const left = sessions.budgetLeft() - (OPENS['stop-is-final/account']?.sessions ?? 0);
-    const filling = room === undefined ? 1 : Math.min(room + 1, left);
-    if (room !== undefined && filling < room) {
-      await keptAllRun();
-      notVerifiable(
-        `filling the cap of ${room} the target states takes ${room} sessions of the budget, which has ${left} left: SESSION_BUDGET=${settings.sessionBudget + room + 1 - left} verifies it`,
-      );
-    }
-    const opened = await test.step(`the owner opens ${filling} session(s) at once, each on a new job`, () =>
-      sessions.openEvery(filling, room ?? 1, CAP_CONFIRM_MS));
-    await check('room-left', judge.roomLeft(opened, room ?? 1, count));
-    await keptAllRun();
-    if (room !== undefined && filling > room) await check('cap-kept', judge.capKept(opened, room));
-    else if (room !== undefined)
-      testInfo.annotations.push({
-        type: 'note',
-        description: `cap-kept: not asked, the session budget had room for the cap of ${room} alone (SESSION_BUDGET=${settings.sessionBudget + 1} asks it)`,
-      });
-  },
+  async ({ api, sessions, identities, settings, ledger, check }) => opensOneAtOnce({ api, sessions, identities, settings, ledger, check }),
 );
 
 // In this order, whatever the first finds (their project is not fully parallel): the sweep's stops settle what it finds, and the account check then counts them.

@@ -1,0 +1,85 @@
+/**
+ * Interacts that would open a session, sent at once on one job, must open one: one stop ends it,
+ * and the team keeps every slot of its cap. Run after every other test: against a server that
+ * orphans a session here, the team's cap stays full and any later test of the team would wait.
+ */
+import type { Check } from '../checks/checks';
+import { notVerifiable } from '../checks/checks';
+import { expect } from '../checks/expect';
+import { extendTimeout, note, step } from '../checks/recorder';
+import { OPENS } from '../config/rules';
+import type { Settings } from '../config/settings';
+import { CAP_CONFIRM_MS, capAcrossRun, capsHeld, MOST_AT_ONCE } from './cap-discovery';
+import { type Client, summary } from './client';
+import type { Ledger } from './ledger';
+import { judge } from './named-checks';
+import type { Sessions } from './sessions';
+import type { Identities } from './target';
+
+export interface OpensContext {
+  api: Client;
+  sessions: Sessions;
+  identities: Identities;
+  settings: Settings;
+  ledger: Ledger;
+  check: Check;
+}
+
+/** The account check, after this test, keeps its sessions (rules.ts). */
+const keptForAccount = () => OPENS['stop-is-final/account']?.sessions ?? 0;
+
+export async function opensOneAtOnce({ api, sessions, identities, settings, ledger, check }: OpensContext): Promise<void> {
+  // Two waits of CAP_CONFIRM_MS at most: a cap that refused a team while the run held none of its sessions, asked again later (the run is
+  // each team's only client, as its account check holds), and a slot the last stop releases late.
+  extendTimeout(2 * CAP_CONFIRM_MS);
+  const teams = [identities.owner, identities.foreign, ...(identities.burst ? [identities.burst] : [])];
+  const held = await capsHeld(api, teams, settings.accountCheck, async (as) => (await sessions.openAtOnce(1, { as, once: true })).opens[0]);
+  for (const description of held.freed) note(description);
+  if (held.kept.length || held.freed.length)
+    await check('room-left', () =>
+      expect(held.kept, `the target keeps the slots of stopped sessions (a stop must release its browser): ${held.kept.join('; ')}`).toEqual([]),
+    );
+  if (held.untold.length) notVerifiable(held.untold.join('; '));
+  // Under a known cap, one open more than it allows: every session opened beside the first would hold a slot.
+  const cap = sessions.cap();
+  const count = cap === undefined ? 3 : Math.min(cap + 1, MOST_AT_ONCE);
+  const { jobId, opens } = await step(`the owner sends ${count} interacts at once on a new job`, () => sessions.openAtOnce(count));
+  await check('opens', judge.opensOne(opens));
+  const stop = await step('the owner stops the session', () => api.stop(jobId, identities.owner));
+  await check('stop', judge.status(stop, 200));
+  const again = await step('the owner stops it again', () => api.stop(jobId, identities.owner));
+  await check('one-session', judge.oneSession(again, stop));
+  if (cap === undefined) return capSeenAcrossRun({ api, sessions, identities, settings, ledger, check });
+  // A cap the target states (up front, or in its refusals' words): every slot free again (a session nobody can stop holds one), and
+  // one more at once refused. An inferred cap may be too high, and one above MOST_AT_ONCE too costly to fill: one session.
+  const stated = sessions.statedCap();
+  // A cap in the target's own words, against the most the owner surely held live at once during the run.
+  const inWords = sessions.capInWords();
+  const peak = ledger.mostLive(api.target.baseURL, identities.owner.name);
+  const keptAllRun = () =>
+    inWords === undefined ? undefined : check('cap-kept', judge.capKeptAllRun(peak, inWords, `the target's refusals state a cap of ${inWords} live sessions`));
+  const room = stated !== undefined && stated < MOST_AT_ONCE ? stated : undefined;
+  // One more than the cap where the budget has room for it, else the cap alone (cap-kept then unasked), else nothing to tell.
+  const left = sessions.budgetLeft() - keptForAccount();
+  const filling = room === undefined ? 1 : Math.min(room + 1, left);
+  if (room !== undefined && filling < room) {
+    await keptAllRun();
+    notVerifiable(
+      `filling the cap of ${room} the target states takes ${room} sessions of the budget, which has ${left} left: SESSION_BUDGET=${settings.sessionBudget + room + 1 - left} verifies it`,
+    );
+  }
+  const opened = await step(`the owner opens ${filling} session(s) at once, each on a new job`, () => sessions.openEvery(filling, room ?? 1, CAP_CONFIRM_MS));
+  await check('room-left', judge.roomLeft(opened, room ?? 1, count));
+  await keptAllRun();
+  if (room !== undefined && filling > room) await check('cap-kept', judge.capKept(opened, room));
+  else if (room !== undefined)
+    note(`cap-kept: not asked, the session budget had room for the cap of ${room} alone (SESSION_BUDGET=${settings.sessionBudget + 1} asks it)`);
+}
+
+/** No cap known: as many sessions one after the other as the run held live at once; a cap refusing one of them was not kept. */
+async function capSeenAcrossRun({ api, sessions, identities, ledger, check }: OpensContext): Promise<void> {
+  const across = await capAcrossRun(api, sessions, ledger, identities.owner, keptForAccount());
+  if (!('refused' in across)) return note(`cap-kept: ${across.untold}; no cap on live sessions is known`);
+  const shownBy = `sessions opened one after the other were refused for a cap once ${across.live} were live (${summary(across.refused)})`;
+  await check('cap-kept', judge.capKeptAllRun(across.peak, across.live, shownBy));
+}
