@@ -127,11 +127,13 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
   // A failure that shows alone ends the search; one that showed only after other patterns (a clock that needed time) is kept while it goes on.
   let failure: (Found & { alone: Alone }) | undefined;
   let besides: (Found & { alone: Alone }) | undefined;
-  // The two sessions the search keeps for running patterns alone, whatever number of failures they are asked for.
-  const aloneSessions = { left: 2 };
-  /** One pattern from a fresh session, then the owner's stop. A stop without a valid key takes its key by the pattern's place: the same every run. */
-  /** One pattern from a fresh session, its sessions from `allowance`: run alone, to tell whether a failure found beside others is its own. */
-  const runPattern = async (pattern: Kind[], index: number, within: Budget, allowance: { left: number }) => {
+  // The two sessions the search keeps for the first pattern run alone; any later one takes the search's own.
+  const kept = { left: 2 };
+  /**
+   * One pattern from a fresh session, then the owner's stop, its sessions from `allowance` (the search's own without it): run alone, to
+   * tell whether a failure found beside others is its own. A stop without a valid key takes its key by the pattern's place.
+   */
+  const runPattern = async (pattern: Kind[], index: number, within: Budget, allowance?: { left: number }) => {
     const history = new History();
     let ran = 0;
     const failed = await runHistory({ ...options, openSessions: () => options.openSessions(allowance) }, within, state, history, async (real) => {
@@ -202,7 +204,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
         // Other histories ran beside it: the pattern once more alone, so that the report says whether it breaks on its own.
         const requests = requestsOf(found.pattern) + 2;
         const aloneBudget = new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer);
-        const alone = { ...(await runPattern(found.pattern, found.index, aloneBudget, aloneSessions)), outOfSessions: aloneBudget.outOfSessions };
+        const alone = { ...(await runPattern(found.pattern, found.index, aloneBudget, besides ? undefined : kept)), outOfSessions: aloneBudget.outOfSessions };
         if (alone.message) failure ??= { ...found, alone };
         else besides ??= { ...found, alone };
       }
