@@ -153,8 +153,11 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     });
     return { history, message: failed?.message, reproduction: failed?.reproduction, ran };
   };
+  const untried = () => patternsOfDepth(1).filter(([kind]) => !covered.get(1)?.has(kind));
+  // Every kind once, run once at most before the end: where the team's limit shows, it goes before the patterns that would spend the sessions.
+  let everyKindFirst: Promise<void> | undefined;
   /** Runs `patterns` in order, several sessions at once where the pace allows; true when every one ran. */
-  const runPatterns = async (patterns: Kind[][], budget: Budget): Promise<boolean> => {
+  const runPatterns = async (patterns: Kind[][], budget: Budget, kindsFirst = false): Promise<boolean> => {
     let next = 0;
     /**
      * Patterns one after the other through one session's life, while it was never stopped: a session a
@@ -211,6 +214,8 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     };
     const lane = async (number: number) => {
       while (!failure && next < patterns.length && budget.affords(requestsOf(patterns[next]) + 2)) {
+        if (kindsFirst && options.pacer.limited && !everyKindFirst && untried().length) everyKindFirst = everyKind();
+        if (kindsFirst && everyKindFirst) await everyKindFirst;
         if (number >= options.pacer.lanes) {
           await sleep(LANE_PAUSE_MS, undefined, { signal: options.api.signal });
           continue;
@@ -223,7 +228,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
   };
   // Every kind not yet tried, once, whatever the time: a slow plan may not reach them all with the most telling patterns.
   const everyKind = async () => {
-    const missing = patternsOfDepth(1).filter(([kind]) => !covered.get(1)?.has(kind));
+    const missing = untried();
     if (!missing.length || failure || budget.halted || budget.outOfSessions) return;
     const requests = missing.reduce((sum, pattern) => sum + requestsOf(pattern) + 2, 0);
     const oneStep = new Budget(Math.max(budget.left, requests), Number.POSITIVE_INFINITY, options.pacer);
@@ -233,10 +238,9 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     budget.halted ??= oneStep.halted;
     budget.outOfSessions ||= oneStep.outOfSessions;
   };
-  // Where the team's limit already showed, that comes first: the most telling patterns would spend the sessions.
-  if (options.pacer.limited) await everyKind();
+  if (options.pacer.limited) await (everyKindFirst = everyKind());
   for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime; depth++)
-    if (!(await runPatterns(patternsOfDepth(depth), budget))) break;
+    if (!(await runPatterns(patternsOfDepth(depth), budget, true))) break;
   await everyKind();
   failure ??= besides;
   if (budget.halted && !failure) throw budget.halted;
