@@ -19,6 +19,11 @@ import type { Sessions } from './sessions';
 import type { Identities, Identity } from './target';
 
 const teamOf = (as: Identity) => as.team ?? as.name;
+/** The least rate a plan is taken to allow where a team's is unknown: the hosted free plan's, 10 stops and interacts a minute. */
+const LEAST_PLAN_PER_MINUTE = 10;
+/** Requests a team surely has room for where its rate is unknown: what the least plan leaves after the run's own of the last minute. */
+const roomUnderLeastPlan = (coordination: Coordination, as: Identity) =>
+  Math.max(0, LEAST_PLAN_PER_MINUTE - coordination.schedule(teamOf(as), 'interact').sentBetween(Date.now() - 60_000, Date.now() + 1));
 
 /** Where the run knows the team's rate, a burst is just wider than the room left in its window: a few refusals prove the limit, not hundreds. */
 function widthOf(coordination: Coordination, team: Identity, settings: Settings) {
@@ -70,10 +75,11 @@ export async function burstExperiment({
       api.quietly(async () => {
         // The other teams' plans have room (a stop of no job each answers, not 429): during the refusals they must still be served.
         const before = await Promise.all(otherTeams(identities, team).map(async (as) => ({ as, answer: await api.stop(randomUUID(), as, { on429: 'once' }) })));
-        // A team whose rate is not known has shown room for one request, and a pair both admitted begins a window: two pairs at most.
+        // A team whose rate is not known has shown room for one request, and a pair both admitted begins a window: two pairs at most,
+        // within what the least plan leaves it (the run's other tests may have spent its window).
         const roomy = before
           .filter(({ answer }) => answer.status !== 429)
-          .map(({ as }) => ({ as, room: coordination.schedule(teamOf(as), 'interact').room() ?? 2 }));
+          .map(({ as }) => ({ as, room: coordination.schedule(teamOf(as), 'interact').room() ?? Math.min(2, roomUnderLeastPlan(coordination, as)) }));
         const sent = await sendBurst({
           api,
           team,
@@ -190,7 +196,7 @@ export async function teamsApart({
   const { owner, foreign } = identities;
   const theirWindow = coordination.schedule(teamOf(foreign), 'interact');
   // Room for its stop before and two pairs at least, where its rate is known: the run's own requests may have filled its window. Where
-  // it is not, its limit was never met in the run: MOST_PAIRS stops of no job are a small part of any plan's.
+  // it is not, as many pairs as the least plan leaves it, MOST_PAIRS at most.
   const until = performance.now() + settings.backoffBudgetMs;
   while ((theirWindow.room() ?? 3) < 3) {
     if (performance.now() > until)
@@ -200,7 +206,7 @@ export async function teamsApart({
   const before = await api.stop(randomUUID(), foreign, { on429: 'once' });
   if (before.status === 429) return { untold: `the ${foreign.name}'s plan had no room: its stop before was answered 429` };
   const { room, concurrency } = widthOf(coordination, owner, settings);
-  const theirs = theirWindow.room() ?? MOST_PAIRS;
+  const theirs = theirWindow.room() ?? Math.min(MOST_PAIRS, roomUnderLeastPlan(coordination, foreign));
   const sent = await step(
     `the ${owner.name} stops unknown jobs, ${concurrency} at a time, until its first 429; at a 429, the ${foreign.name} stops one beside it`,
     () =>
