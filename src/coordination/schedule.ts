@@ -233,6 +233,11 @@ export class Schedule {
     return this.entries('S').filter((at) => at >= from && at < to).length;
   }
 
+  /** Whether the limit refused a request of the run sent at `from` or later. */
+  refusedSince(from: number): boolean {
+    return this.entries('R').some((at) => at >= from);
+  }
+
   /** Requests sent in [from, to) and not refused: those the limiter counted, as far as the run can tell. */
   private throughBetween(from: number, to: number): number {
     return this.through().filter((at) => at >= from && at < to).length;

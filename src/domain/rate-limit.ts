@@ -19,11 +19,9 @@ import type { Sessions } from './sessions';
 import type { Identities, Identity } from './target';
 
 const teamOf = (as: Identity) => as.team ?? as.name;
-/** The least rate a plan is taken to allow where a team's is unknown: the hosted free plan's, 10 stops and interacts a minute. */
-const LEAST_PLAN_PER_MINUTE = 10;
-/** Requests a team surely has room for where its rate is unknown: what the least plan leaves after the run's own of the last minute. */
-const roomUnderLeastPlan = (coordination: Coordination, as: Identity) =>
-  Math.max(0, LEAST_PLAN_PER_MINUTE - coordination.schedule(teamOf(as), 'interact').sentBetween(Date.now() - 60_000, Date.now() + 1));
+/** Where a team's rate is unknown, `pairs` of its requests, or none where its limit refused the run's own in the last minute: its window may be full. */
+const roomUnknown = (coordination: Coordination, as: Identity, pairs: number) =>
+  coordination.schedule(teamOf(as), 'interact').refusedSince(Date.now() - 60_000) ? 0 : pairs;
 
 /** Where the run knows the team's rate, a burst is just wider than the room left in its window: a few refusals prove the limit, not hundreds. */
 function widthOf(coordination: Coordination, team: Identity, settings: Settings) {
@@ -76,10 +74,10 @@ export async function burstExperiment({
         // The other teams' plans have room (a stop of no job each answers, not 429): during the refusals they must still be served.
         const before = await Promise.all(otherTeams(identities, team).map(async (as) => ({ as, answer: await api.stop(randomUUID(), as, { on429: 'once' }) })));
         // A team whose rate is not known has shown room for one request, and a pair both admitted begins a window: two pairs at most,
-        // within what the least plan leaves it (the run's other tests may have spent its window).
+        // none where its limit refused the run lately (the run's other tests may have spent its window).
         const roomy = before
           .filter(({ answer }) => answer.status !== 429)
-          .map(({ as }) => ({ as, room: coordination.schedule(teamOf(as), 'interact').room() ?? Math.min(2, roomUnderLeastPlan(coordination, as)) }));
+          .map(({ as }) => ({ as, room: coordination.schedule(teamOf(as), 'interact').room() ?? roomUnknown(coordination, as, 2) }));
         const sent = await sendBurst({
           api,
           team,
@@ -196,7 +194,7 @@ export async function teamsApart({
   const { owner, foreign } = identities;
   const theirWindow = coordination.schedule(teamOf(foreign), 'interact');
   // Room for its stop before and two pairs at least, where its rate is known: the run's own requests may have filled its window. Where
-  // it is not, as many pairs as the least plan leaves it, MOST_PAIRS at most.
+  // it is not, MOST_PAIRS, none where its limit refused the run lately.
   const until = performance.now() + settings.backoffBudgetMs;
   while ((theirWindow.room() ?? 3) < 3) {
     if (performance.now() > until)
@@ -206,7 +204,7 @@ export async function teamsApart({
   const before = await api.stop(randomUUID(), foreign, { on429: 'once' });
   if (before.status === 429) return { untold: `the ${foreign.name}'s plan had no room: its stop before was answered 429` };
   const { room, concurrency } = widthOf(coordination, owner, settings);
-  const theirs = theirWindow.room() ?? Math.min(MOST_PAIRS, roomUnderLeastPlan(coordination, foreign));
+  const theirs = theirWindow.room() ?? roomUnknown(coordination, foreign, MOST_PAIRS);
   const sent = await step(
     `the ${owner.name} stops unknown jobs, ${concurrency} at a time, until its first 429; at a 429, the ${foreign.name} stops one beside it`,
     () =>

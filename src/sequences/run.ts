@@ -55,8 +55,8 @@ export async function searchHistories({ api, identities, settings, ledger, testI
   const paced = pacer.client(api);
   // Its share of the session budget, what the rules' own tests leave: the search ends when it is spent.
   const { sequences: share, budget, needed } = predict(settings);
-  // Two sessions are kept to run a failing pattern again alone (an interact after its stop may open a second).
-  const allowance = { left: Math.max(0, share - 2) };
+  // Four sessions are kept to run two failing patterns again alone (an interact after its stop may open a second).
+  const allowance = { left: Math.max(0, share - 4) };
   const requests = Math.min(settings.sequenceBudget, share * SEQUENCE_REQUESTS_PER_SESSION);
   const openSessions = (own = allowance) =>
     new Sessions({ api: paced, identities, settings, ledger, testId, signal: api.signal, allowance: own, budget: { sessions: budget, needed } });
@@ -65,7 +65,7 @@ export async function searchHistories({ api, identities, settings, ledger, testI
     allowance.left = Math.max(0, allowance.left - Math.max(0, capFill(settings, openSessions().statedCap()) - capFill(settings)));
   const granted = allowance.left;
   const options = { api: paced, openSessions, identities, settings, pacer, tracePosition };
-  if (share < 3)
+  if (share < 5)
     notVerifiable(
       `the session budget (${budget}) leaves the sequences rule ${share} session(s) after the rules' own tests (${needed}): SESSION_BUDGET=${needed + 12} lets it search`,
     );

@@ -127,8 +127,11 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
   // A failure that shows alone ends the search; one that showed only after other patterns (a clock that needed time) is kept while it goes on.
   let failure: (Found & { alone: Alone }) | undefined;
   let besides: (Found & { alone: Alone }) | undefined;
-  // The two sessions the search keeps for the first pattern run alone; any later one takes the search's own.
-  const kept = { left: 2 };
+  // Patterns run alone: two at most, each with two sessions the search keeps for it (an interact after its stop may open a second).
+  const kept = [{ left: 2 }, { left: 2 }];
+  const ranAlone = new Set<number>();
+  // While one runs, no other history starts: its part of the trace is its own.
+  let aloneRunning: Promise<unknown> | undefined;
   /**
    * One pattern from a fresh session, then the owner's stop, its sessions from `allowance` (the search's own without it): run alone, to
    * tell whether a failure found beside others is its own. A stop without a valid key takes its key by the pattern's place.
@@ -202,12 +205,22 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
       const last = ran.at(-1);
       // A failure at the first step of a pattern was set up by the one before it in the session's life: that one is run alone.
       const culprit = last && last.steps === 0 && ran.length > 1 ? ran.at(-2)! : last;
+      const sessions = failed && culprit && !failure && !ranAlone.has(culprit.index) ? kept.shift() : undefined;
       if (failed && culprit && !failure) {
         const found = { history, message: failed.message, pattern: culprit.pattern, index: culprit.index, reproduction: failed.reproduction };
+        if (!sessions) {
+          besides ??= { ...found, alone: { history, ran: 0, message: undefined, reproduction: undefined, outOfSessions: true } };
+          return;
+        }
+        ranAlone.add(found.index);
         // Other histories ran beside it: the pattern once more alone, so that the report says whether it breaks on its own.
         const requests = requestsOf(found.pattern) + 2;
         const aloneBudget = new Budget(requests, performance.now() + 10_000 + 2 * options.pacer.expectedMs(requests), options.pacer);
-        const alone = { ...(await runPattern(found.pattern, found.index, aloneBudget, besides ? undefined : kept)), outOfSessions: aloneBudget.outOfSessions };
+        const running = runPattern(found.pattern, found.index, aloneBudget, sessions);
+        aloneRunning = running;
+        const alone = { ...(await running), outOfSessions: aloneBudget.outOfSessions };
+        budget.spend(aloneBudget.spent);
+        budget.halted ??= aloneBudget.halted;
         if (alone.message) failure ??= { ...found, alone };
         else besides ??= { ...found, alone };
       }
@@ -216,6 +229,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
       while (!failure && next < patterns.length && budget.affords(requestsOf(patterns[next]) + 2)) {
         if (kindsFirst && options.pacer.limited && !everyKindFirst && untried().length) everyKindFirst = everyKind();
         if (kindsFirst && everyKindFirst) await everyKindFirst;
+        if (aloneRunning) await aloneRunning;
         if (number >= options.pacer.lanes) {
           await sleep(LANE_PAUSE_MS, undefined, { signal: options.api.signal });
           continue;
