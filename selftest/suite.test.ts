@@ -103,6 +103,7 @@ test("the checks' expect agrees with Playwright's on every matcher the named che
   const { expect } = await import('../src/checks/expect');
   const { expect: playwright } = await import('@playwright/test');
   const stop = { success: true, sessionDurationMs: 1250, creditsBilled: 0.041667 };
+  const GLOBAL = /json/g;
   const cases: [string, (e: (actual: unknown, message?: string) => any) => void][] = [
     ['toBe', (e) => e(200).toBe(200)],
     ['toBe, another value', (e) => e(404).toBe(200)],
@@ -144,6 +145,18 @@ test("the checks' expect agrees with Playwright's on every matcher the named che
     ['toMatch', (e) => e('application/json; charset=utf-8').toMatch(/^application\/json\s*(;.*)?$/i)],
     ['toMatch, failing', (e) => e('text/html').toMatch(/^application\/json/)],
     ['toMatch, undefined', (e) => e(undefined).toMatch(/json/)],
+    ['not.toMatch, undefined', (e) => e(undefined).not.toMatch(/json/)],
+    [
+      'toMatch, a global pattern twice',
+      (e) => {
+        e('json').toMatch(GLOBAL);
+        e('json').toMatch(GLOBAL);
+      },
+    ],
+    ['not.toContain, a number', (e) => e(404).not.toContain(4)],
+    ['not.toBeLessThan, a string', (e) => e('5').not.toBeLessThan(3)],
+    ['not.toBeGreaterThan, undefined', (e) => e(undefined).not.toBeGreaterThan(3)],
+    ['toEqual, two dates', (e) => e(new Date(1)).toEqual(new Date(2))],
   ];
   const outcome = (run: () => void) => {
     try {

@@ -21,7 +21,7 @@ export const CHANNELS = {
   sessions: "each team's live sessions and the cap learnt (session-slots.ts)",
   cost: "each worker's tally of what the run spent (cost.ts)",
   budget: "one empty file per session taken from the run's budget, created once by whichever worker takes it (budget.ts)",
-  account: "the owner team's credit counter before the run (account.ts)",
+  account: "what workers tell each other once: the owner team's credit counter before the run (account.ts), the target's provisioning lag, a chain's record",
   traces: "each test's requests, without keys, for the reproductions of the checks that judge the whole run (coordination.ts)",
   'test-results': "Playwright's output folder (traces, screenshots and videos are off)",
 } as const;

@@ -16,6 +16,8 @@ const SESSION_LIFE_MS = 60_000;
 const SCRAPE_CREDITS = 1;
 /** Requests to stop and interact the sequences rule sends per session it opens, at most: patterns chained through its life, its provision and its stop. */
 export const SEQUENCE_REQUESTS_PER_SESSION = 30;
+/** The fewest sessions the sequences rule searches with: two for its histories, two kept for each of two patterns run alone. */
+export const SEARCH_LEAST_SESSIONS = 5;
 /** Requests to stop and interact, about: the owner's, one a test and two a session (its provision and its stop); another team's, one a test. */
 const OWNER_REQUESTS_PER_SESSION = 2;
 const FOREIGN_REQUESTS_PER_TEST = 1;
@@ -74,7 +76,10 @@ export function predict(settings: Settings): Prediction {
       SCRAPE_CREDITS * (sessions + jobs + 1);
     const rest = tests.filter((id) => id !== 'sequences/random-histories' && !id.startsWith('rate-limit/')).length;
     const sequenceRequests = Math.min(settings.sequenceBudget, sequences * SEQUENCE_REQUESTS_PER_SESSION);
-    const requests: Record<string, number> = { 'owner team': rest + OWNER_REQUESTS_PER_SESSION * needed, 'foreign team': FOREIGN_REQUESTS_PER_TEST * rest };
+    const requests: Record<string, number> = {
+      'owner team': rest + OWNER_REQUESTS_PER_SESSION * (sessions - sequences),
+      'foreign team': FOREIGN_REQUESTS_PER_TEST * rest,
+    };
     const rate = settings.rateLimit;
     // Where the rate is known, a burst is just wider than the room in the window.
     const burst = rate ? rate.limit + 2 : settings.burstRequests;
@@ -93,9 +98,13 @@ export function predict(settings: Settings): Prediction {
       requests,
       searchRequests: sequenceRequests,
       bursts,
-      // The search ends with SEQUENCE_SECONDS, whatever its requests.
+      // The search takes its SEQUENCE_SECONDS where it runs (each kind once and two patterns alone may take longer on a slow plan).
       ...(rate
-        ? { minutes: Math.ceil((requests['owner team'] / rate.limit) * (rate.windowMs / 60_000) + (searches ? settings.sequenceSeconds / 60 : 0)) }
+        ? {
+            minutes: Math.ceil(
+              (requests['owner team'] / rate.limit) * (rate.windowMs / 60_000) + (sequences >= SEARCH_LEAST_SESSIONS ? settings.sequenceSeconds / 60 : 0),
+            ),
+          }
         : {}),
     };
   };
@@ -116,7 +125,7 @@ export function describePrediction(prediction: Prediction, settings: Settings): 
   const lines = [
     `COST AT MOST: ${sessions} session(s) (SESSION_BUDGET=${budget}${settings.creditBudget === undefined ? '' : `, to fit CREDIT_BUDGET=${settings.creditBudget}`}; ${sequences} of them the sequences rule's), about ${scrapes} scrape(s) and ${credits} credit(s) at ${price} and ${SCRAPE_CREDITS} a scrape`,
     `  requests to stop and interact: about ${perTeam(requests)} for the rules' tests` +
-      (searchRequests ? `, up to ${searchRequests} more as the owner team for the sequences rule's search` : '') +
+      (searchRequests ? `, up to ${searchRequests} more for the sequences rule's search (about a quarter of them the foreign team's)` : '') +
       (Object.keys(bursts).length ? `; the bursts up to ${perTeam(bursts)}, ending at the target's first 429s` : '') +
       (minutes === undefined ? '' : `; about ${minutes} minute(s) at RATE_LIMIT`),
   ];

@@ -95,10 +95,10 @@ export interface SessionsOptions {
   budget?: { sessions: number; needed: number };
 }
 
-/** The sessions of one test (or one history of the sequences rule): provisioned, used, and stopped afterwards. */
 /** How long after its scrape's answer the target last found a new job, where it did not at once: told to every worker. */
 const PROVISIONING_LAG = 'provisioning-lag';
 
+/** The sessions of one test (or one history of the sequences rule): provisioned, used, and stopped afterwards. */
 export class Sessions {
   /** Every job a session may have followed, in the order created, with the team that owns it. */
   private readonly created: { jobId: string; owner: Identity }[] = [];
@@ -381,7 +381,10 @@ export class Sessions {
         giveBackSession();
         throw error;
       }));
-    await this.written(scrape);
+    await this.written(scrape).catch((error) => {
+      giveBackSession();
+      throw error;
+    });
     let opens: Answer[];
     let notYet: number | undefined;
     for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
@@ -541,8 +544,15 @@ export class Sessions {
     if (lag > 0) await sleep(lag, undefined, { signal: this.options.signal });
   }
 
-  /** `notYet`: when the target last answered that it had no such job, a little past which it is taken to have written it. */
+  /**
+   * `notYet`: when the target last answered that it had no such job, a little past which it is taken to have written it; without one
+   * (found at once), the wait shrinks a tenth, so that a target that got faster is not waited for. Never past half PROVISIONING_RACE_MS.
+   */
   private learnLag(scrape: Answer, notYet: number | undefined): void {
-    if (notYet !== undefined) this.options.api.coordination?.share(PROVISIONING_LAG, Math.round(notYet - scrape.receivedAt + 50));
+    const { coordination } = this.options.api;
+    const learnt = coordination?.readShared<number>(PROVISIONING_LAG);
+    if (notYet === undefined && typeof learnt !== 'number') return;
+    const lag = notYet === undefined ? (learnt as number) * 0.9 : notYet - scrape.receivedAt + 50;
+    coordination?.share(PROVISIONING_LAG, Math.round(Math.min(lag, PROVISIONING_RACE_MS / 2)));
   }
 }

@@ -60,7 +60,6 @@ function createCheck(
       async () => {
         try {
           if (typeof judgement === 'function') await judgement();
-          // Plain comparisons first: Playwright's expect records a step with a stack for each assertion.
           else unverifiable = runCheck(judgement)?.notVerifiable;
           outcomes.set(name, 'passed');
         } catch (error) {

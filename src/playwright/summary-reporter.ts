@@ -120,7 +120,7 @@ export default class SummaryReporter implements Reporter {
     this.progress();
   }
 
-  /** Once a limit is known, about once a minute: what remains, at the rate of the busiest team's stops and interacts. */
+  /** Once a limit is known, about once a minute: what remains, at the pace of the slowest team's stops and interacts. */
   private progress(): void {
     if (Date.now() - this.told < PROGRESS_EVERY_MS || this.done >= this.total) return;
     const teams = readSpend(this.options.reportsDir).teams;

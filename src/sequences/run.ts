@@ -5,7 +5,7 @@
 import { notVerifiable } from '../checks/checks';
 import { attach, extendTimeout, note, step } from '../checks/recorder';
 import type { Settings } from '../config/settings';
-import { capFill, predict, SEQUENCE_REQUESTS_PER_SESSION } from '../domain/budget';
+import { capFill, predict, SEARCH_LEAST_SESSIONS, SEQUENCE_REQUESTS_PER_SESSION } from '../domain/budget';
 import type { Client } from '../domain/client';
 import type { Ledger } from '../domain/ledger';
 import { Sessions } from '../domain/sessions';
@@ -65,7 +65,7 @@ export async function searchHistories({ api, identities, settings, ledger, testI
     allowance.left = Math.max(0, allowance.left - Math.max(0, capFill(settings, openSessions().statedCap()) - capFill(settings)));
   const granted = allowance.left;
   const options = { api: paced, openSessions, identities, settings, pacer, tracePosition };
-  if (share < 5)
+  if (share < SEARCH_LEAST_SESSIONS)
     notVerifiable(
       `the session budget (${budget}) leaves the sequences rule ${share} session(s) after the rules' own tests (${needed}): SESSION_BUDGET=${needed + 12} lets it search`,
     );
