@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { spec, type TestId } from '../../src/config/rules';
 import { judge } from '../../src/domain/named-checks';
 import { test } from '../../src/playwright/fixtures';
@@ -14,7 +15,16 @@ const malformed: { id: TestId; name: string; jobId: string }[] = [
 
 for (const { id, name, jobId } of malformed) {
   test(`a stop whose jobId is ${name} answers 4xx, never 5xx`, spec(id), async ({ api, identities, check }) => {
-    const stop = await api.stop(jobId, identities.owner);
+    const stop = await api.stop(jobId, identities.owner).catch(async (error) => {
+      // A connection closed on this request alone, while the target answers the next: the target's, not the network's.
+      if (!/ECONNRESET|socket hang up/.test(String(error)) || (await api.stop(randomUUID(), identities.owner)).status >= 500) throw error;
+      return undefined;
+    });
+    const closed = 'the target closed the connection without answering this stop, though it answers the next: a malformed jobId must get a 4xx answer';
+    if (!stop)
+      return check('status', () => {
+        throw new Error(closed);
+      });
     await check('status', judge.clientError(stop));
   });
 }
