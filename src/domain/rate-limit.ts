@@ -194,7 +194,7 @@ export async function teamsApart({
   const { owner, foreign } = identities;
   const theirWindow = coordination.schedule(teamOf(foreign), 'interact');
   // Room for its stop before and two pairs at least, where its rate is known: the run's own requests may have filled its window. Where
-  // it is not, MOST_PAIRS, none where its limit refused the run lately.
+  // it is not, its limit was never met in the run: MOST_PAIRS stops of no job are a small part of any plan's.
   const until = performance.now() + settings.backoffBudgetMs;
   while ((theirWindow.room() ?? 3) < 3) {
     if (performance.now() > until)
@@ -204,7 +204,7 @@ export async function teamsApart({
   const before = await api.stop(randomUUID(), foreign, { on429: 'once' });
   if (before.status === 429) return { untold: `the ${foreign.name}'s plan had no room: its stop before was answered 429` };
   const { room, concurrency } = widthOf(coordination, owner, settings);
-  const theirs = theirWindow.room() ?? roomUnknown(coordination, foreign, MOST_PAIRS);
+  const theirs = theirWindow.room() ?? MOST_PAIRS;
   const sent = await step(
     `the ${owner.name} stops unknown jobs, ${concurrency} at a time, until its first 429; at a 429, the ${foreign.name} stops one beside it`,
     () =>
