@@ -172,11 +172,9 @@ export const OPENS: Partial<Record<TestId, { sessions: number; jobs?: number }>>
   'authentication/reveals-nothing': { sessions: 1, jobs: 1 },
   // Two live sessions go into the burst: the second is its spare, should the first stop get through.
   'rate-limit/burst': { sessions: 2 },
-  'stop-is-final/second-stop': { sessions: 1 },
+  // The session the rule's tests share after its stop (after-stop.ts); its interact may open a second.
+  'stop-is-final/second-stop': { sessions: 2 },
   'stop-is-final/simultaneous-stops': { sessions: 1 },
-  'stop-is-final/final-for-everyone': { sessions: 1 },
-  // An interact on the stopped session may open a second.
-  'stop-is-final/interact-after-stop': { sessions: 2 },
   // The session the opens leave; under a known cap as many as it allows show they left the team's slots free (budget.ts counts them where the cap is stated).
   'stop-is-final/simultaneous-opens': { sessions: 1 },
   'json-answers/forbidden': { sessions: 1 },

@@ -15,7 +15,7 @@ import { stopPriced } from './account';
 import type { Answer } from './answer';
 import { boundsOf } from './billing';
 import { type CheckCall, judge, runCheck } from './named-checks';
-import { askToStop, holdAroundMs, holdBeforeMs, type Judged, judgedOf, type RefusalContext, refuseThenOwnerStops } from './refusals';
+import { askToStop, holdAroundMs, holdBeforeMs, type Judged, judgedOf, type RefusalContext, refuseThenOwnerStops, warmedBy } from './refusals';
 import type { Identity } from './target';
 
 /** One refusal of a chain: its test, who refuses, and how its answers are judged. */
@@ -107,10 +107,11 @@ async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext,
   const beforeMs = holdBeforeMs(api, settings, session.created);
   await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
   const connection = api.connection();
+  const warmed = await step("the owner's valid request, on a connection the refusers ask again on", () => warmedBy(api, owner));
   const refused: Record<string, CheckCall> = {};
   let first: Answer | undefined;
   for (const link of links) {
-    const asked = await askToStop(api, session.jobId, link.refuser, owner, connection, link.refused);
+    const asked = await askToStop(api, session.jobId, link.refuser, owner, connection, link.refused, warmed);
     first ??= asked.refusal;
     refused[link.id] = asked.checked;
   }
@@ -118,6 +119,7 @@ async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext,
   await step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
   const stop = await step("the owner stops the session, on the refusers' connection", () => stopPriced(api, session.jobId, owner, settings, { connection }));
   api.release(connection);
+  api.release(warmed);
   // A clock restarted by the first refusal is the closest to the whole session's: later ones differ more.
   const survived = judge.survived(stop, session.created, first as Answer, boundsOf(settings));
   const judged = [...Object.values(refused), survived].map(judgedOf);

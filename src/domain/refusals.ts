@@ -92,33 +92,43 @@ export async function refuseThenOwnerStops(
 
 /**
  * The refuser's requests to stop the session. Identities belong to requests, not connections: it
- * asks on a connection of its own, again on one that has just carried the owner's valid request,
- * and a third time on its own (a lockout counter that acts at the third refusal is a common guard);
- * then with the job id in upper case (a UUID's case means nothing: a target that finds the job
- * whatever the case must still know whose it is). The owner's key under a scheme word the target
- * declares ignored is the owner's: asked once. `checked` judges them all.
+ * asks on a connection of its own, again on one that has carried the owner's valid request (a
+ * chain's refusers share one, `warmed`, so the owner's request is sent once), and a third time on
+ * its own (a lockout counter that acts at the third refusal is a common guard); then with the job id
+ * in upper case (a UUID's case means nothing: a target that finds the job whatever the case must
+ * still know whose it is). The owner's key under a scheme word the target declares ignored is the
+ * owner's: asked once. `checked` judges them all.
  */
 export async function askToStop(
   api: Client,
   jobId: string,
   refuser: Identity,
   owner: Identity,
-  connection: ReturnType<Client['connection']>,
+  connection: Connection,
   refusedCheck: (answers: Answer[]) => CheckCall,
+  warmed?: Connection,
 ): Promise<{ refusal: Answer; checked: CheckCall }> {
   const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.stop(jobId, refuser, { connection }));
   if (refuser.team !== undefined && refuser.team === owner.team) return { refusal, checked: refusedCheck([refusal]) };
-  const again = await step(`${refuser.name} asks again, on a connection that has just carried the owner's valid request`, async () => {
-    const ownersConnection = api.connection();
-    await api.stop(randomUUID(), owner, { connection: ownersConnection });
+  const again = await step(`${refuser.name} asks again, on a connection that has carried the owner's valid request`, async () => {
+    const ownersConnection = warmed ?? (await warmedBy(api, owner));
     const answer = await api.stop(jobId, refuser, { connection: ownersConnection });
-    api.release(ownersConnection);
+    if (!warmed) api.release(ownersConnection);
     return answer;
   });
   if (!again.reusedConnection) note("the target closed the connection after the owner's request: the refusal could not share it");
   const third = await step(`${refuser.name} asks a third time, on its own connection`, () => api.stop(jobId, refuser, { connection }));
   const upperCase = await step(`${refuser.name} asks once more, with the job id in upper case`, () => api.stop(jobId.toUpperCase(), refuser, { connection }));
   return { refusal, checked: judge.all([refusedCheck([refusal, again, third]), judge.refused([upperCase])]) };
+}
+
+type Connection = ReturnType<Client['connection']>;
+
+/** A connection that has carried the owner's valid request (a stop of a job nobody has). */
+export async function warmedBy(api: Client, owner: Identity): Promise<Connection> {
+  const connection = api.connection();
+  await api.stop(randomUUID(), owner, { connection });
+  return connection;
 }
 
 /** The most a session is held longer when a proof could not tell: twice the longest stop a refusal's hold is sized from. */
