@@ -160,27 +160,44 @@ export const OPENS: Partial<Record<TestId, { sessions: number; jobs?: number }>>
   'billing/long-hold': { sessions: 1 },
   'billing/medium-hold': { sessions: 1 },
   'billing/short-hold': { sessions: 1 },
-  'foreign-team/forbidden': { sessions: 1 },
-  'foreign-team/survives': { sessions: 1 },
-  'foreign-team/reveals-nothing': { sessions: 1, jobs: 1 },
   'unknown-job/job-without-session': { sessions: 0, jobs: 1 },
   'unknown-job/others-survive': { sessions: 1, jobs: 1 },
-  // The session of the rule's refusals, one after another (refusal-chain.ts): a test takes one of its own only where the chain decides
-  // nothing, or where its scheme word is declared ignored (budget.ts counts those).
-  'authentication/no-key': { sessions: 1 },
   'authentication/lower-case-bearer': { sessions: 1 },
-  'authentication/reveals-nothing': { sessions: 1, jobs: 1 },
   // Two live sessions go into the burst: the second is its spare, should the first stop get through.
   'rate-limit/burst': { sessions: 2 },
-  // The session the rule's tests share after its stop (after-stop.ts); its interact may open a second.
-  'stop-is-final/second-stop': { sessions: 2 },
   'stop-is-final/simultaneous-stops': { sessions: 1 },
   // The session the opens leave; under a known cap as many as it allows show they left the team's slots free (budget.ts counts them where the cap is stated).
   'stop-is-final/simultaneous-opens': { sessions: 1 },
-  'json-answers/forbidden': { sessions: 1 },
   // Where the answers cannot explain the account: one session alone, and one the foreign team refuses (account.ts).
   'stop-is-final/account': { sessions: 2 },
 };
+
+/**
+ * Tests that share one session (refusal-chain.ts, after-stop.ts), and what it opens once any of them
+ * runs: a test takes one of its own only where the shared session shows a failure (or, in a chain of
+ * refusals, decides nothing, or its scheme word is declared ignored: budget.ts counts those).
+ */
+export const SHARED: { tests: TestId[]; sessions: number; jobs?: number }[] = [
+  { tests: ['foreign-team/forbidden', 'foreign-team/survives', 'foreign-team/reveals-nothing', 'json-answers/forbidden'], sessions: 1, jobs: 1 },
+  {
+    tests: [
+      'authentication/no-key',
+      'authentication/empty-token',
+      'authentication/garbage',
+      'authentication/unknown-key',
+      'authentication/key-case-changed',
+      'authentication/key-extended',
+      'authentication/key-truncated',
+      'authentication/basic-scheme',
+      'authentication/token-scheme',
+      'authentication/reveals-nothing',
+    ],
+    sessions: 1,
+    jobs: 1,
+  },
+  // An interact on the stopped session may open a second.
+  { tests: ['stop-is-final/second-stop', 'stop-is-final/final-for-everyone', 'stop-is-final/interact-after-stop'], sessions: 2 },
+];
 
 /** The files of a rule's tests, its last file (tests that judge the whole run) after the rest. */
 export function filesOf(rule: RuleId): string[] {

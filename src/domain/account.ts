@@ -224,12 +224,13 @@ export async function measureScrapePrice(api: Client, owner: Identity, scrape: (
 /**
  * Whether the run may need the account to price a stop: its counter can be read (or has not been
  * yet), and stops have not shown that they state their prices. The embedded reference states them:
- * against it, only once a first stop showed otherwise.
+ * against it, only once a first stop showed otherwise, or for a stop that asks (`unknown`) before any did.
  */
-export function accountPrices(api: Client, settings: AccountSettings): boolean {
+export function accountPrices(api: Client, settings: AccountSettings, unknown = false): boolean {
   const coordination = api.coordination;
   const pricing = coordination?.pricing();
-  if (!settings.accountCheck || !coordination || pricing === 'stated' || (api.target.embedded && pricing !== 'silent')) return false;
+  const embeddedSkips = api.target.embedded && pricing !== 'silent' && !(unknown && pricing === undefined);
+  if (!settings.accountCheck || !coordination || pricing === 'stated' || embeddedSkips) return false;
   const opening = readOpening(coordination);
   return opening === undefined || !('unavailable' in opening);
 }
@@ -247,13 +248,13 @@ export async function stopPriced(
   jobId: string,
   as: Identity,
   settings: AccountSettings,
-  options: Parameters<Client['stop']>[2] = {},
+  { unknown = false, ...options }: Parameters<Client['stop']>[2] & { unknown?: boolean } = {},
 ): Promise<Answer> {
   let sent: Answer | undefined;
   const stop = async () => (sent = await api.stop(jobId, as, options));
-  if (!accountPrices(api, settings)) return stop();
+  if (!accountPrices(api, settings, unknown)) return stop();
   return api.quietly(async (quiet) => {
-    if (!quiet || !accountPrices(api, settings)) return stop();
+    if (!quiet || !accountPrices(api, settings, unknown)) return stop();
     const silent = (answer: Answer) => answer.status === 200 && typeof answer.body?.creditsBilled !== 'number';
     // A reading that fails before the stop leaves it unpriced; the stop itself is sent once, whatever happens.
     const around: Around<Answer> = await moveAround(api, as, stop, settings, silent, api.target.embedded ? undefined : QUEUED_CHARGE_MS).catch((error) => {

@@ -3,7 +3,7 @@
  * sequences rule's share of what the budget leaves, the scrapes behind them, and credits at the
  * target's price. The run never opens a session past SESSION_BUDGET (coordination/budget.ts).
  */
-import { OPENS, RULE_IDS, type RuleId, ruleOf, TEST_IDS, type TestId } from '../config/rules';
+import { OPENS, RULE_IDS, type RuleId, ruleOf, SHARED, TEST_IDS, type TestId } from '../config/rules';
 import type { Settings } from '../config/settings';
 import { CREDITS_PER_MINUTE, chargeUnder } from './billing';
 import { MOST_AT_ONCE } from './cap-discovery';
@@ -63,8 +63,9 @@ export function predict(settings: Settings): Prediction {
   const underCap = tests.includes('stop-is-final/simultaneous-opens') ? capFill(settings) : 0;
   // The owner's key under a scheme word declared ignored stops its session: those two are never chained.
   const unchained = settings.declaredSchemeWord && tests.includes('authentication/basic-scheme') ? 2 : 0;
-  const needed = tests.reduce((sum, id) => sum + (OPENS[id]?.sessions ?? 0), 0) + underCap + unchained;
-  const jobs = tests.reduce((sum, id) => sum + (OPENS[id]?.jobs ?? 0), 0);
+  const opens = [...tests.flatMap((id) => (OPENS[id] ? [OPENS[id]] : [])), ...SHARED.filter((shared) => shared.tests.some((id) => tests.includes(id)))];
+  const needed = opens.reduce((sum, open) => sum + open.sessions, 0) + underCap + unchained;
+  const jobs = opens.reduce((sum, open) => sum + (open.jobs ?? 0), 0);
   const searches = tests.includes('sequences/random-histories');
   const at = (budget: number): Prediction => {
     const sequences = searches ? Math.max(0, budget - needed) : 0;

@@ -5,7 +5,8 @@
  * owner stops it. The first test of the chain to ask runs it, and every test of the chain judges its
  * own refusals and the session's survival from it. Where the chain does not show every refusal
  * refused and the session whole, each test proves its own on a session of its own, so that a fault
- * is reported by the test whose request caused it.
+ * is reported by the test whose request caused it. An observer judges the answers the chain's
+ * refusers got (what a refusal says, not what it changes): alone only where its own checks fail.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { notVerifiable } from '../checks/checks';
@@ -15,7 +16,8 @@ import { stopPriced } from './account';
 import type { Answer } from './answer';
 import { boundsOf } from './billing';
 import { type CheckCall, judge, runCheck } from './named-checks';
-import { askToStop, holdAroundMs, holdBeforeMs, type Judged, judgedOf, type RefusalContext, refuseThenOwnerStops, warmedBy } from './refusals';
+import { askToStop, holdAroundMs, holdBeforeMs, type Judged, judgedOf, type RefusalContext, refusalCheck, refuseThenOwnerStops, warmedBy } from './refusals';
+import type { Session } from './sessions';
 import type { Identity } from './target';
 
 /** One refusal of a chain: its test, who refuses, and how its answers are judged. */
@@ -23,11 +25,32 @@ export interface Link {
   id: TestId;
   refuser: Identity;
   refused: (answers: Answer[]) => CheckCall;
+  /** The owner also uses the session after the refusals, as clients do. */
+  interactAfter?: true;
+}
+
+/** What the chain's refusers were answered, for an observer: each refuser's answers in order (askToStop), and the session's. */
+export interface Seen {
+  answersOf: (refuser: Identity) => Answer[];
+  jobId: string;
+  created: Answer;
+  /** The owner's job without a session, where an observer asked for one (`otherJob`). */
+  otherJob?: Answer;
+}
+
+/** A test that judges the answers the chain's refusers got: its named checks, and its body alone on a session of its own. */
+export interface Observer {
+  id: TestId;
+  refusers: Identity[];
+  checks: (seen: Seen) => [string, CheckCall][];
+  alone: (session: Session) => Promise<void>;
+  otherJob?: true;
 }
 
 /** The chain's checks, by test id, and the survival proof they share; where it does not decide, why, and what a test alone would tell. */
 interface Chain {
   refused: Record<string, CheckCall>;
+  observed: Record<string, [string, CheckCall][]>;
   survived: CheckCall;
   undecided?: Judged;
   notRefused?: string[];
@@ -37,30 +60,40 @@ interface Chain {
 const CHAIN_WAIT_MS = 120_000;
 
 /**
- * Test `id`'s refusals judged from its rule's chain of `links`. Where the chain failed, each test
+ * Test `id` judged from the chain `name` of `links` and `observers`. Where the chain failed, each test
  * proves its own on a session of its own (where the budget has one), so that the test whose request
  * caused it fails; where it could not tell only for want of time, a test alone holds longer where
  * the budget has sessions to spare. The owner's key under a scheme word the target declares
  * ignored stops the session: such a link is never chained.
  */
-export async function refusedInChain(context: Omit<RefusalContext, 'session'>, links: Link[], id: TestId): Promise<void> {
-  const { api, sessions, check, owner } = context;
+export async function refusedInChain(
+  context: Omit<RefusalContext, 'session'>,
+  name: string,
+  { links, observers = [] }: { links: Link[]; observers?: Observer[] },
+  id: TestId,
+): Promise<void> {
+  const { api, sessions, check, owner, settings } = context;
+  const chosen = (member: { id: TestId }) => !settings.selectedRules || settings.selectedRules.includes(ruleOf(member.id));
+  const chained = links.filter((link) => chosen(link) && (link.refuser.team === undefined || link.refuser.team !== owner.team));
+  const watching = observers.filter(chosen);
   const link = links.find((candidate) => candidate.id === id);
-  if (!link) throw new Error(`${id} is not a link of its chain`);
-  const chained = links.filter(({ refuser }) => refuser.team === undefined || refuser.team !== owner.team);
+  const observer = watching.find((candidate) => candidate.id === id);
+  if (!link && !observer) throw new Error(`${id} is not a member of its chain`);
   const coordination = api.coordination;
-  if (!chained.includes(link) || chained.length < 2 || !coordination) return alone(context, link);
-  const rule = ruleOf(id);
-  const once = (of: Link[], name: string) => coordination.readOnce(`refusal-chain-${name}`, () => runChain(context, of), CHAIN_WAIT_MS, api.signal);
-  let chain = await once(chained, rule);
+  const aloneHere = () => (observer ? observedAlone(context, observer) : alone(context, link!));
+  if ((link && !chained.includes(link)) || chained.length + watching.length < 2 || !coordination) return aloneHere();
+  const once = (of: Link[], key: string) => coordination.readOnce(`refusal-chain-${key}`, () => runChain(context, of, watching), CHAIN_WAIT_MS, api.signal);
+  let chain = await once(chained, name);
+  if (!('unavailable' in chain) && observer) return judgeObserved(context, observer, chain.observed[id]!);
   // Refusals that were not refused end the chain's proof for all: the others once more without them, each of those alone.
   const notRefused = 'unavailable' in chain ? [] : (chain.notRefused ?? []);
   const rest = chained.filter((other) => !notRefused.includes(other.id));
-  if (notRefused.length && rest.includes(link) && rest.length > 1) chain = await once(rest, `${rule}-refused`);
+  if (link && notRefused.length && rest.includes(link) && rest.length > 1) chain = await once(rest, `${name}-refused`);
   if ('unavailable' in chain) {
     note(`the chain of refusals: ${chain.unavailable}`);
-    return alone(context, link);
+    return aloneHere();
   }
+  if (!link) throw new Error(`${id} is not a link of its chain`);
   const members = Object.keys(chain.refused);
   const shared = `the ${members.length} refusals of the rule, one after another through one session's life`;
   const { undecided, survived } = chain;
@@ -86,6 +119,22 @@ export async function refusedInChain(context: Omit<RefusalContext, 'session'>, l
   await check('survives', survived);
 }
 
+/** An observer's checks from the chain; where one fails, the test alone tells whether its own request did it (where the budget has a session). */
+async function judgeObserved(context: Omit<RefusalContext, 'session'>, observer: Observer, checks: [string, CheckCall][]): Promise<void> {
+  const failed = checks.map(([, call]) => judgedOf(call)).find((judged) => judged && 'fails' in judged);
+  if (failed && context.sessions.budgetLeft() > 0) {
+    note(`on the session of a chain of refusals, ${describe(failed)}: this test alone, on a session of its own`);
+    return observedAlone(context, observer);
+  }
+  if (!failed) note("judged on the answers to a chain of refusals through one session's life");
+  for (const [name, call] of checks) await context.check(name, call);
+}
+
+async function observedAlone(context: Omit<RefusalContext, 'session'>, observer: Observer): Promise<void> {
+  const session = await step('a session of its own', () => context.sessions.provision());
+  await observer.alone(session);
+}
+
 /** Raised by a test of the chain whose refusals, alone, failed. */
 const aloneFlag = (id: string) => `refusal-chain-alone-${id.replace(/\W+/g, '-')}`;
 
@@ -93,39 +142,47 @@ const aloneFlag = (id: string) => `refusal-chain-alone-${id.replace(/\W+/g, '-')
 async function alone(context: Omit<RefusalContext, 'session'>, link: Link, tell = false): Promise<void> {
   const session = await step('a session of its own', () => context.sessions.provision());
   try {
-    await refuseThenOwnerStops({ ...context, session }, link.refuser, link.refused);
+    await refuseThenOwnerStops({ ...context, session }, link.refuser, link.refused, { interactAfter: link.interactAfter ?? false });
   } catch (error) {
     if (tell) context.api.coordination?.share(aloneFlag(link.id), 'fails');
     throw error;
   }
 }
 
-async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext, 'session'>, links: Link[]): Promise<Chain> {
-  // Nine tests' requests in one: each refuser's four within the time a test has.
-  extendTimeout(links.length * 4 * settings.requestTimeoutMs);
-  const session = await step(`a session for the rule's ${links.length} refusals, one after another`, () => sessions.provision());
-  const beforeMs = holdBeforeMs(api, settings, session.created);
+async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext, 'session'>, links: Link[], observers: Observer[]): Promise<Chain> {
+  const refusers = [...new Set([...links.map((link) => link.refuser), ...observers.flatMap((observer) => observer.refusers)])];
+  // The tests' requests in one: each refuser's four within the time a test has.
+  extendTimeout(refusers.length * 4 * settings.requestTimeoutMs);
+  const otherJob = observers.some((observer) => observer.otherJob)
+    ? (await step('the owner creates another scrape job', () => sessions.jobWithoutSession())).scrape
+    : undefined;
+  const session = await step(`a session for ${refusers.length} refusers, one after another`, () => sessions.provision());
+  const beforeMs = holdBeforeMs(api, settings, session.created, true);
   await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
   const connection = api.connection();
   const warmed = await step("the owner's valid request, on a connection the refusers ask again on", () => warmedBy(api, owner));
-  const refused: Record<string, CheckCall> = {};
-  let first: Answer | undefined;
-  for (const link of links) {
-    const asked = await askToStop(api, session.jobId, link.refuser, owner, connection, link.refused, warmed);
-    first ??= asked.refusal;
-    refused[link.id] = asked.checked;
-  }
+  const answers = new Map<Identity, Answer[]>();
+  for (const refuser of refusers) answers.set(refuser, await askToStop(api, session.jobId, refuser, owner, connection, warmed));
+  const answersOf = (refuser: Identity) => answers.get(refuser) ?? [];
+  const refused = Object.fromEntries(links.map((link) => [link.id, refusalCheck(answersOf(link.refuser), link.refused)]));
+  // A session a refusal ended shows here too (the hosted service answers 410 for a destroyed one).
+  const used = links.some((link) => link.interactAfter) ? await step('the owner interacts with the session', () => sessions.interact(session)) : undefined;
   const holdMs = holdAroundMs(api, settings, session.created);
   await step(`hold ${holdMs} ms more`, () => sleep(holdMs, undefined, { signal: api.signal }));
-  const stop = await step("the owner stops the session, on the refusers' connection", () => stopPriced(api, session.jobId, owner, settings, { connection }));
+  // Priced by the account even before any stop showed how the target prices them: the chain may stop first.
+  const stop = await step("the owner stops the session, on the refusers' connection", () =>
+    stopPriced(api, session.jobId, owner, settings, { connection, unknown: true }),
+  );
   api.release(connection);
   api.release(warmed);
+  const seen: Seen = { answersOf, jobId: session.jobId, created: session.created, ...(otherJob ? { otherJob } : {}) };
+  const observed = Object.fromEntries(observers.map((observer) => [observer.id, observer.checks(seen)]));
   // A clock restarted by the first refusal is the closest to the whole session's: later ones differ more.
-  const survived = judge.survived(stop, session.created, first as Answer, boundsOf(settings));
+  const survived = used && used.status !== 200 ? judge.usable(used) : judge.survived(stop, session.created, answersOf(refusers[0]!)[0]!, boundsOf(settings));
   const judged = [...Object.values(refused), survived].map(judgedOf);
   const undecided = judged.find((one) => one && 'fails' in one) ?? judged.find(Boolean);
-  const notRefused = links.filter((link) => judgedOf(refused[link.id]) !== undefined).map((link) => link.id);
-  return { refused, survived, ...(undecided ? { undecided } : {}), ...(notRefused.length ? { notRefused } : {}) };
+  const notRefused = links.filter((link) => judgedOf(refused[link.id]!) !== undefined).map((link) => link.id);
+  return { refused, observed, survived, ...(undecided ? { undecided } : {}), ...(notRefused.length ? { notRefused } : {}) };
 }
 
 const describe = (judged: Judged) => ('fails' in judged ? judged.fails : judged.untold);

@@ -38,8 +38,8 @@ export const holdAroundMs = (api: Client, settings: Settings, created: Answer) =
  * has stated its charge yet), 2 s more: a charge billed by the second tells the whole session from
  * a clock restarted at the refusal only when they differ by whole seconds.
  */
-export const holdBeforeMs = (api: Client, settings: Settings, created: Answer) =>
-  holdAroundMs(api, settings, created) + (accountPrices(api, settings) ? CHARGE_PROOF_MS : 0);
+export const holdBeforeMs = (api: Client, settings: Settings, created: Answer, unknown = false) =>
+  holdAroundMs(api, settings, created) + (accountPrices(api, settings, unknown) ? CHARGE_PROOF_MS : 0);
 export const CHARGE_PROOF_MS = 2_000;
 
 export interface RefusalContext {
@@ -68,9 +68,10 @@ export async function refuseThenOwnerStops(
   const beforeMs = holdBeforeMs(api, settings, session.created) + longerMs;
   await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
   const refusersConnection = api.connection();
-  const { refusal, checked } = await askToStop(api, session.jobId, refuser, owner, refusersConnection, refusedCheck);
+  const answers = await askToStop(api, session.jobId, refuser, owner, refusersConnection);
+  const refusal = answers[0]!;
   const takenAsOwner = refuser.team !== undefined && refuser.team === owner.team;
-  await check('refused', checked);
+  await check('refused', refusalCheck(answers, refusedCheck));
   if (interactAfter) {
     const used = await step('the owner interacts with the session', () => sessions.interact(session));
     // A session the refusal ended shows here too (the hosted service answers 410 for a destroyed one).
@@ -97,7 +98,7 @@ export async function refuseThenOwnerStops(
  * its own (a lockout counter that acts at the third refusal is a common guard); then with the job id
  * in upper case (a UUID's case means nothing: a target that finds the job whatever the case must
  * still know whose it is). The owner's key under a scheme word the target declares ignored is the
- * owner's: asked once. `checked` judges them all.
+ * owner's: asked once.
  */
 export async function askToStop(
   api: Client,
@@ -105,11 +106,10 @@ export async function askToStop(
   refuser: Identity,
   owner: Identity,
   connection: Connection,
-  refusedCheck: (answers: Answer[]) => CheckCall,
   warmed?: Connection,
-): Promise<{ refusal: Answer; checked: CheckCall }> {
+): Promise<Answer[]> {
   const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.stop(jobId, refuser, { connection }));
-  if (refuser.team !== undefined && refuser.team === owner.team) return { refusal, checked: refusedCheck([refusal]) };
+  if (refuser.team !== undefined && refuser.team === owner.team) return [refusal];
   const again = await step(`${refuser.name} asks again, on a connection that has carried the owner's valid request`, async () => {
     const ownersConnection = warmed ?? (await warmedBy(api, owner));
     const answer = await api.stop(jobId, refuser, { connection: ownersConnection });
@@ -119,8 +119,12 @@ export async function askToStop(
   if (!again.reusedConnection) note("the target closed the connection after the owner's request: the refusal could not share it");
   const third = await step(`${refuser.name} asks a third time, on its own connection`, () => api.stop(jobId, refuser, { connection }));
   const upperCase = await step(`${refuser.name} asks once more, with the job id in upper case`, () => api.stop(jobId.toUpperCase(), refuser, { connection }));
-  return { refusal, checked: judge.all([refusedCheck([refusal, again, third]), judge.refused([upperCase])]) };
+  return [refusal, again, third, upperCase];
 }
+
+/** askToStop's answers judged: the first three by the test's own check, the one in upper case refused. */
+export const refusalCheck = (answers: Answer[], refusedCheck: (answers: Answer[]) => CheckCall): CheckCall =>
+  answers.length === 1 ? refusedCheck(answers) : judge.all([refusedCheck(answers.slice(0, 3)), judge.refused(answers.slice(3))]);
 
 type Connection = ReturnType<Client['connection']>;
 

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { notVerifiable } from '../../src/checks/checks';
 import { spec } from '../../src/config/rules';
 import type { Answer } from '../../src/domain/client';
+import { foreignChain } from '../../src/domain/foreign-refusals';
 import { judge } from '../../src/domain/named-checks';
+import { refusedInChain } from '../../src/domain/refusal-chain';
 import { test } from '../../src/playwright/fixtures';
 
 test(
@@ -15,13 +17,13 @@ test(
   },
 );
 
+// Judged on the foreign team's chain of refusals (foreign-refusals.ts).
 test(
   'a 403 answer is application/json with success false and a short single-line error',
   spec('json-answers/forbidden'),
-  async ({ api, session, identities, check }) => {
-    const stop = await api.stop(session.jobId, identities.foreign);
-    await check('status', judge.status(stop, 403));
-    await check('json-error', judge.jsonError(stop));
+  async ({ api, sessions, identities, settings, check }) => {
+    const context = { api, sessions, identities, check };
+    await refusedInChain({ ...context, settings, owner: identities.owner }, 'foreign', foreignChain(context), 'json-answers/forbidden');
   },
 );
 
