@@ -49,7 +49,12 @@ export async function opensOneAtOnce({ api, sessions, identities, settings, ledg
   await check('stop', judge.status(stop, 200));
   const again = await step('the owner stops it again', () => api.stop(jobId, identities.owner));
   await check('one-session', judge.oneSession(again, stop));
-  if (cap === undefined) return capSeenAcrossRun({ api, sessions, identities, settings, ledger, check });
+  if (cap === undefined) {
+    // Every slot free again: one session opens once the run holds none (a stop that keeps its slot shows after as many stops as the cap).
+    const opened = await step('the owner opens a session on a new job', () => sessions.openEvery(1, 1, CAP_CONFIRM_MS));
+    await check('room-left', judge.roomLeft(opened, 1, count));
+    return capSeenAcrossRun({ api, sessions, identities, settings, ledger, check });
+  }
   // A cap the target states (up front, or in its refusals' words): every slot free again (a session nobody can stop holds one), and
   // one more at once refused. An inferred cap may be too high, and one above MOST_AT_ONCE too costly to fill: one session.
   const stated = sessions.statedCap();
