@@ -155,13 +155,9 @@ export const RULE_IDS = Object.keys(RULES) as RuleId[];
  * without one. Tests not listed open nothing; the sequences rule searches with the budget left.
  */
 export const OPENS: Partial<Record<TestId, { sessions: number; jobs?: number }>> = {
-  'owner-stop/answers-200': { sessions: 1 },
   'billing/past-a-minute': { sessions: 1 },
   'billing/long-hold': { sessions: 1 },
   'billing/medium-hold': { sessions: 1 },
-  'billing/short-hold': { sessions: 1 },
-  'unknown-job/job-without-session': { sessions: 0, jobs: 1 },
-  'unknown-job/others-survive': { sessions: 1, jobs: 1 },
   'authentication/lower-case-bearer': { sessions: 1 },
   // Two live sessions go into the burst: the second is its spare, should the first stop get through.
   'rate-limit/burst': { sessions: 2 },
@@ -173,11 +169,13 @@ export const OPENS: Partial<Record<TestId, { sessions: number; jobs?: number }>>
 };
 
 /**
- * Tests that share one session (refusal-chain.ts, after-stop.ts), and what it opens once any of them
+ * Tests that share requests (shared-run.ts, refusal-chain.ts), and what they open once any of them
  * runs: a test takes one of its own only where the shared session shows a failure (or, in a chain of
  * refusals, decides nothing, or its scheme word is declared ignored: budget.ts counts those).
  */
 export const SHARED: { tests: TestId[]; sessions: number; jobs?: number }[] = [
+  { tests: ['billing/short-hold', 'owner-stop/answers-200'], sessions: 1 },
+  { tests: ['unknown-job/others-survive', 'unknown-job/random-uuid', 'unknown-job/job-without-session', 'json-answers/not-found'], sessions: 1, jobs: 1 },
   { tests: ['foreign-team/forbidden', 'foreign-team/survives', 'foreign-team/reveals-nothing', 'json-answers/forbidden'], sessions: 1, jobs: 1 },
   {
     tests: [

@@ -1,69 +1,38 @@
 /**
  * What an owner's stop leaves, for the three tests of rule 7 that ask it, through one session's
- * life: the stop, a second stop (second-stop), refusals of others and one more stop
- * (final-for-everyone), an interact and a last stop (interact-after-stop). The first test to ask
- * runs it and each judges its own part. A part that fails there runs again alone on a session of its
- * own (where the budget has one), so that the test whose request caused it fails.
+ * life (shared-run.ts): the stop, a second stop (second-stop), refusals of others and one more stop
+ * (final-for-everyone), an interact and a last stop (interact-after-stop).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Check } from '../checks/checks';
-import { note, step } from '../checks/recorder';
-import type { Settings } from '../config/settings';
+import { step } from '../checks/recorder';
 import type { Answer } from './answer';
-import type { Client } from './client';
 import { type CheckCall, judge } from './named-checks';
-import { holdAroundMs, judgedOf } from './refusals';
-import type { Sessions } from './sessions';
+import { holdAroundMs } from './refusals';
+import { judgedShared, type Parts, type SharedContext } from './shared-run';
 import type { Identities } from './target';
 
 export type AfterStopTest = 'stop-is-final/second-stop' | 'stop-is-final/final-for-everyone' | 'stop-is-final/interact-after-stop';
 const TESTS: AfterStopTest[] = ['stop-is-final/second-stop', 'stop-is-final/final-for-everyone', 'stop-is-final/interact-after-stop'];
 
-export interface AfterStopContext {
-  api: Client;
-  sessions: Sessions;
+export interface AfterStopContext extends SharedContext {
   identities: Identities;
-  settings: Settings;
-  check: Check;
 }
-
-type Judged = Partial<Record<AfterStopTest, [string, CheckCall][]>>;
 
 /** Long enough to be charged by the second: a stop that charges again then shows in the account (stop-is-final/account). */
 export const BILLED_HOLD_MS = 1_500;
-/** How long a test waits for the one running the shared session in another worker. */
-const SHARED_WAIT_MS = 120_000;
 
-/** Test `id`'s part, judged from the shared session, or alone where that failed. */
-export async function afterStop(context: AfterStopContext, id: AfterStopTest): Promise<void> {
-  const { api, sessions, check } = context;
-  const shared = api.coordination ? await api.coordination.readOnce('after-stop', () => run(context, TESTS), SHARED_WAIT_MS, api.signal) : undefined;
-  if (!shared || 'unavailable' in shared) {
-    if (shared) note(`the session shared after a stop: ${shared.unavailable}`);
-    return judgeAll(check, (await run(context, [id]))[id]!);
-  }
-  // A part that failed may have been led there by an earlier one: alone it tells which.
-  const failed = shared[id]!.map(([, call]) => judgedOf(call)).find((judged) => judged && 'fails' in judged);
-  if (failed && sessions.budgetLeft() > 0) {
-    note(`its part failed on the session the rule's tests share after a stop (${'fails' in failed ? failed.fails : ''}): alone, on a session of its own`);
-    return judgeAll(check, (await run(context, [id]))[id]!);
-  }
-  note(`judged on one session the rule's ${TESTS.length} tests share after its stop`);
-  await judgeAll(check, shared[id]!);
-}
-
-async function judgeAll(check: Check, checks: [string, CheckCall][]): Promise<void> {
-  for (const [name, call] of checks) await check(name, call);
-}
+/** Test `id`'s part, judged on the session the rule's tests share (shared-run.ts). */
+export const afterStop = (context: AfterStopContext, id: AfterStopTest) =>
+  judgedShared(context, 'after-stop', TESTS, (tests) => run(context, tests as AfterStopTest[]), id);
 
 /** One session, stopped, then the parts of `tests` in order, each judged on its own answers. */
-async function run({ api, sessions, identities, settings }: AfterStopContext, tests: AfterStopTest[]): Promise<Judged> {
+async function run({ api, sessions, identities, settings }: AfterStopContext, tests: AfterStopTest[]): Promise<Parts> {
   const { owner } = identities;
   const session = await step('provision a session', () => sessions.provision());
   if (tests.includes('stop-is-final/second-stop')) await step(`hold the session ${BILLED_HOLD_MS} ms`, () => sessions.holdUntil(session, BILLED_HOLD_MS));
   const stop = await step('the owner stops the session', () => api.stop(session.jobId, owner));
   const firstStop: [string, CheckCall] = ['first-stop', judge.status(stop, 200)];
-  const judged: Judged = {};
+  const judged: Parts = {};
   if (tests.includes('stop-is-final/second-stop')) {
     const second = await step('the owner stops it again', () => api.stop(session.jobId, owner));
     judged['stop-is-final/second-stop'] = [

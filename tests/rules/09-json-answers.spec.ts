@@ -5,16 +5,14 @@ import type { Answer } from '../../src/domain/client';
 import { foreignChain } from '../../src/domain/foreign-refusals';
 import { judge } from '../../src/domain/named-checks';
 import { refusedInChain } from '../../src/domain/refusal-chain';
+import { unknownJobs } from '../../src/domain/unknown-jobs';
 import { test } from '../../src/playwright/fixtures';
 
+// Judged on rule 4's stop of a random UUID (unknown-jobs.ts).
 test(
   'a 404 answer is application/json with success false and a short single-line error',
   spec('json-answers/not-found'),
-  async ({ api, identities, check }) => {
-    const stop = await api.stop(randomUUID(), identities.owner);
-    await check('status', judge.status(stop, 404));
-    await check('json-error', judge.jsonError(stop));
-  },
+  async ({ api, sessions, identities, settings, check }) => unknownJobs({ api, sessions, identities, settings, check }, 'json-answers/not-found'),
 );
 
 // Judged on the foreign team's chain of refusals (foreign-refusals.ts).
