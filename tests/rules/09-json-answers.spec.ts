@@ -3,6 +3,7 @@ import { notVerifiable } from '../../src/checks/checks';
 import { spec } from '../../src/config/rules';
 import type { Answer } from '../../src/domain/client';
 import { foreignChain } from '../../src/domain/foreign-refusals';
+import { malformedStop } from '../../src/domain/malformed';
 import { judge } from '../../src/domain/named-checks';
 import { refusedInChain } from '../../src/domain/refusal-chain';
 import { unknownJobs } from '../../src/domain/unknown-jobs';
@@ -56,11 +57,10 @@ test(
   },
 );
 
+// Judged on rule 8's stop of "not-a-uuid" (malformed.ts).
 test(
   'the refusal of a malformed jobId is application/json with success false and a short single-line error',
   spec('json-answers/malformed-job-id'),
-  async ({ api, identities, check }) => {
-    const stop = await api.stop('not-a-uuid', identities.owner);
-    await check('json-error', judge.jsonError(stop));
-  },
+  async ({ api, sessions, identities, settings, check }) =>
+    malformedStop({ api, sessions, settings, check }, identities.owner, 'not-a-uuid', 'json-answers/malformed-job-id'),
 );
