@@ -12,7 +12,12 @@ const settings = loadSettingsOrExit();
 // The reporters run here: what they write is redacted too.
 registerKeys({ baseURL: settings.baseURL ?? '', embedded: settings.embedded }, settings);
 // The burst on a team of its own runs beside the others, from the start: it holds and waits for its limit to recover.
-const LONGEST = ['**/10-sequences.spec.ts', '**/02-billing.spec.ts', ...(burstHasOwnTeam(settings) ? ['**/06-rate-limit.spec.ts'] : [])];
+const LONGEST = [
+  '**/10-sequences.spec.ts',
+  '**/01-owner-stop.spec.ts',
+  '**/02-billing.spec.ts',
+  ...(burstHasOwnTeam(settings) ? ['**/06-rate-limit.spec.ts'] : []),
+];
 /** Tests that judge the whole run (the account check), of the rules this run chose: a teardown of the project every other test depends on. */
 const chosen = RULE_IDS.filter((rule) => !settings.selectedRules || settings.selectedRules.includes(rule));
 const lastFiles = chosen.flatMap((rule) =>
@@ -32,8 +37,8 @@ export default defineConfig({
   // Playwright's output folder holds nothing (traces, screenshots and videos are off): it lives in the run's working folder.
   outputDir: channel(settings.reportsDir, 'test-results'),
   fullyParallel: true,
-  // The tests mostly wait on the target: six at once, five of them for the longest (projects below).
-  workers: 6,
+  // The tests mostly wait on the target: seven at once, six of them for the longest (projects below).
+  workers: 7,
   retries: 0,
   timeout: settings.testTimeoutMs,
   globalTimeout: settings.runTimeoutMs,
@@ -76,8 +81,8 @@ export default defineConfig({
   // all the same, should one be added: Playwright records request headers verbatim.
   use: { trace: 'off', screenshot: 'off', video: 'off' },
   // Playwright starts tests in the order of their projects, then of their files: the longest
-  // (billing holds, the sequences rule, a burst on a team of its own) go first, so that the run waits for nothing else. Two
-  // workers run the other tests (one while five of the longest run, within the run's six), which are short: a worker costs about half a second of CPU to
+  // (billing holds and rule 1's test on the short one, the sequences rule, a burst on a team of its own) go first, so that the run waits for nothing else. Two
+  // workers run the other tests (one while six of the longest run, within the run's seven), which are short: a worker costs about half a second of CPU to
   // start, and more would end no sooner (against a remote target, the sequences rule's minute
   // outlasts them). Against a target whose clock is declared coarse, each refusal test holds its
   // session for seconds, and against a remote one each waits on the network and on the target's
@@ -88,7 +93,7 @@ export default defineConfig({
   projects: [
     ...(LAST_OF_ALL.length ? [{ name: 'the whole run', testMatch: /^$/, teardown: 'last of all' }] : []),
     ...(LAST.length ? [{ name: 'the run', testMatch: /^$/, teardown: 'after the run', dependencies: LAST_OF_ALL.length ? ['the whole run'] : [] }] : []),
-    { name: 'rules, longest first', testMatch: LONGEST, workers: 5, dependencies: first },
+    { name: 'rules, longest first', testMatch: LONGEST, workers: 6, dependencies: first },
     {
       name: 'rules',
       testIgnore: [...LONGEST, '**/*.account.spec.ts', '**/*.last.spec.ts'],

@@ -8,6 +8,7 @@
  * is reported by the test whose request caused it. An observer judges the answers the chain's
  * refusers got (what a refusal says, not what it changes): alone only where its own checks fail.
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { notVerifiable } from '../checks/checks';
 import { extendTimeout, note, step } from '../checks/recorder';
@@ -16,34 +17,43 @@ import { stopPriced } from './account';
 import type { Answer } from './answer';
 import { boundsOf } from './billing';
 import { type CheckCall, judge, runCheck } from './named-checks';
-import { askToStop, holdAroundMs, holdBeforeMs, type Judged, judgedOf, type RefusalContext, refusalCheck, refuseThenOwnerStops, warmedBy } from './refusals';
-import type { Session } from './sessions';
+import { askToStop, holdAroundMs, holdBeforeMs, type Judged, judgedOf, type RefusalContext, refusalCheck, refuseThenOwnerStops } from './refusals';
 import type { Identity } from './target';
 
 /** One refusal of a chain: its test, who refuses, and how its answers are judged. */
 export interface Link {
   id: TestId;
-  refuser: Identity;
+  /** Who asks to stop the chain's session; none where its requests are the owner's stops of other jobs (`others`). */
+  refuser?: Identity;
   refused: (answers: Answer[]) => CheckCall;
+  /** The name its refusal's check has in the catalogue: 'refused' unless said. */
+  checkName?: string;
   /** The owner also uses the session after the refusals, as clients do. */
   interactAfter?: true;
+  /** Its requests are the owner's stops of a random UUID and of a job without a session, while the session is held. */
+  others?: true;
+  /** Its test alone (refuseThenOwnerStops on a session of its own, unless said). */
+  alone?: () => Promise<void>;
 }
 
-/** What the chain's refusers were answered, for an observer: each refuser's answers in order (askToStop), and the session's. */
+/** What the chain's requests were answered, for an observer: each refuser's answers in order (askToStop), and the owner's stops of other jobs. */
 export interface Seen {
   answersOf: (refuser: Identity) => Answer[];
   jobId: string;
   created: Answer;
-  /** The owner's job without a session, where an observer asked for one (`otherJob`). */
+  /** The owner's stop of a random UUID, on the connection the refusers ask again on. */
+  random: Answer;
+  /** The owner's job without a session (its scrape), and the owner's stop of it, where a member asked for one (`otherJob`). */
   otherJob?: Answer;
+  withoutSession?: Answer;
 }
 
-/** A test that judges the answers the chain's refusers got: its named checks, and its body alone on a session of its own. */
+/** A test that judges the answers the chain's requests got: its named checks, and its test alone. */
 export interface Observer {
   id: TestId;
   refusers: Identity[];
   checks: (seen: Seen) => [string, CheckCall][];
-  alone: (session: Session) => Promise<void>;
+  alone: () => Promise<void>;
   otherJob?: true;
 }
 
@@ -55,9 +65,6 @@ interface Chain {
   undecided?: Judged;
   notRefused?: string[];
 }
-
-/** How long a test of the chain waits for the one running it in another worker. */
-const CHAIN_WAIT_MS = 120_000;
 
 /**
  * Test `id` judged from the chain `name` of `links` and `observers`. Where the chain failed, each test
@@ -74,15 +81,16 @@ export async function refusedInChain(
 ): Promise<void> {
   const { api, sessions, check, owner, settings } = context;
   const chosen = (member: { id: TestId }) => !settings.selectedRules || settings.selectedRules.includes(ruleOf(member.id));
-  const chained = links.filter((link) => chosen(link) && (link.refuser.team === undefined || link.refuser.team !== owner.team));
+  const chained = links.filter((link) => chosen(link) && (link.refuser?.team === undefined || link.refuser.team !== owner.team));
   const watching = observers.filter(chosen);
   const link = links.find((candidate) => candidate.id === id);
   const observer = watching.find((candidate) => candidate.id === id);
   if (!link && !observer) throw new Error(`${id} is not a member of its chain`);
   const coordination = api.coordination;
-  const aloneHere = () => (observer ? observedAlone(context, observer) : alone(context, link!));
+  const aloneHere = () => (observer ? observer.alone() : alone(context, link!));
   if ((link && !chained.includes(link)) || chained.length + watching.length < 2 || !coordination) return aloneHere();
-  const once = (of: Link[], key: string) => coordination.readOnce(`refusal-chain-${key}`, () => runChain(context, of, watching), CHAIN_WAIT_MS, api.signal);
+  const once = (of: Link[], key: string) =>
+    coordination.readOnce(`refusal-chain-${key}`, () => runChain(context, of, watching), settings.testTimeoutMs, api.signal);
   let chain = await once(chained, name);
   if (!('unavailable' in chain) && observer) return judgeObserved(context, observer, chain.observed[id]!);
   // Refusals that were not refused end the chain's proof for all: the others once more without them, each of those alone.
@@ -110,7 +118,7 @@ export async function refusedInChain(
     await alone(context, link, true);
     return close();
   }
-  await check('refused', chain.refused[id]);
+  await check(link.checkName ?? 'refused', chain.refused[id]);
   if (failed !== undefined) {
     await close();
     notVerifiable(`${shared} did not leave the session whole (${failed}), and the budget has no session to try this one alone`);
@@ -123,16 +131,11 @@ export async function refusedInChain(
 async function judgeObserved(context: Omit<RefusalContext, 'session'>, observer: Observer, checks: [string, CheckCall][]): Promise<void> {
   const failed = checks.map(([, call]) => judgedOf(call)).find((judged) => judged && 'fails' in judged);
   if (failed && context.sessions.budgetLeft() > 0) {
-    note(`on the session of a chain of refusals, ${describe(failed)}: this test alone, on a session of its own`);
-    return observedAlone(context, observer);
+    note(`on the session of a chain of refusals, ${describe(failed)}: this test alone`);
+    return observer.alone();
   }
   if (!failed) note("judged on the answers to a chain of refusals through one session's life");
   for (const [name, call] of checks) await context.check(name, call);
-}
-
-async function observedAlone(context: Omit<RefusalContext, 'session'>, observer: Observer): Promise<void> {
-  const session = await step('a session of its own', () => context.sessions.provision());
-  await observer.alone(session);
 }
 
 /** Raised by a test of the chain whose refusals, alone, failed. */
@@ -140,9 +143,10 @@ const aloneFlag = (id: string) => `refusal-chain-alone-${id.replace(/\W+/g, '-')
 
 /** The test's refusals on a session of its own; where they fail, the chain hears of it (`tell`). */
 async function alone(context: Omit<RefusalContext, 'session'>, link: Link, tell = false): Promise<void> {
-  const session = await step('a session of its own', () => context.sessions.provision());
   try {
-    await refuseThenOwnerStops({ ...context, session }, link.refuser, link.refused, { interactAfter: link.interactAfter ?? false });
+    if (link.alone) return await link.alone();
+    const session = await step('a session of its own', () => context.sessions.provision());
+    await refuseThenOwnerStops({ ...context, session }, link.refuser!, link.refused, { interactAfter: link.interactAfter ?? false });
   } catch (error) {
     if (tell) context.api.coordination?.share(aloneFlag(link.id), 'fails');
     throw error;
@@ -150,21 +154,26 @@ async function alone(context: Omit<RefusalContext, 'session'>, link: Link, tell 
 }
 
 async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext, 'session'>, links: Link[], observers: Observer[]): Promise<Chain> {
-  const refusers = [...new Set([...links.map((link) => link.refuser), ...observers.flatMap((observer) => observer.refusers)])];
+  const refusers = [...new Set([...links.flatMap((link) => (link.refuser ? [link.refuser] : [])), ...observers.flatMap((observer) => observer.refusers)])];
   // The tests' requests in one: each refuser's four within the time a test has.
-  extendTimeout(refusers.length * 4 * settings.requestTimeoutMs);
-  const otherJob = observers.some((observer) => observer.otherJob)
-    ? (await step('the owner creates another scrape job', () => sessions.jobWithoutSession())).scrape
-    : undefined;
-  const session = await step(`a session for ${refusers.length} refusers, one after another`, () => sessions.provision());
+  extendTimeout((refusers.length * 4 + 2) * settings.requestTimeoutMs);
+  const others = links.some((link) => link.others) || observers.some((observer) => observer.otherJob);
+  // The job first: a scrape while the session is held could wait for a job slot where the target caps a team's jobs.
+  const otherJob = others ? await step('the owner creates a scrape job without a session', () => sessions.jobWithoutSession()) : undefined;
+  const session = await step(`a session for ${links.length + observers.length} tests' requests, one after another`, () => sessions.provision());
   const beforeMs = holdBeforeMs(api, settings, session.created, true);
   await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
   const connection = api.connection();
-  const warmed = await step("the owner's valid request, on a connection the refusers ask again on", () => warmedBy(api, owner));
+  const warmed = api.connection();
+  const random = await step('the owner stops a fresh random UUID, on a connection the refusers ask again on', () =>
+    api.stop(randomUUID(), owner, { connection: warmed }),
+  );
+  const withoutSession = otherJob && (await step("the owner stops the other job's (absent) session", () => api.stop(otherJob.jobId, owner)));
   const answers = new Map<Identity, Answer[]>();
   for (const refuser of refusers) answers.set(refuser, await askToStop(api, session.jobId, refuser, owner, connection, warmed));
   const answersOf = (refuser: Identity) => answers.get(refuser) ?? [];
-  const refused = Object.fromEntries(links.map((link) => [link.id, refusalCheck(answersOf(link.refuser), link.refused)]));
+  const asked = (link: Link) => (link.others ? link.refused([random, withoutSession!]) : refusalCheck(answersOf(link.refuser!), link.refused));
+  const refused = Object.fromEntries(links.map((link) => [link.id, asked(link)]));
   // A session a refusal ended shows here too (the hosted service answers 410 for a destroyed one).
   const used = links.some((link) => link.interactAfter) ? await step('the owner interacts with the session', () => sessions.interact(session)) : undefined;
   const holdMs = holdAroundMs(api, settings, session.created);
@@ -175,10 +184,16 @@ async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext,
   );
   api.release(connection);
   api.release(warmed);
-  const seen: Seen = { answersOf, jobId: session.jobId, created: session.created, ...(otherJob ? { otherJob } : {}) };
+  const seen: Seen = {
+    answersOf,
+    jobId: session.jobId,
+    created: session.created,
+    random,
+    ...(otherJob && withoutSession ? { otherJob: otherJob.scrape, withoutSession } : {}),
+  };
   const observed = Object.fromEntries(observers.map((observer) => [observer.id, observer.checks(seen)]));
-  // A clock restarted by the first refusal is the closest to the whole session's: later ones differ more.
-  const survived = used && used.status !== 200 ? judge.usable(used) : judge.survived(stop, session.created, answersOf(refusers[0]!)[0]!, boundsOf(settings));
+  // A clock restarted by the first request that must change nothing is the closest to the whole session's: later ones differ more.
+  const survived = used && used.status !== 200 ? judge.usable(used) : judge.survived(stop, session.created, random, boundsOf(settings));
   const judged = [...Object.values(refused), survived].map(judgedOf);
   const undecided = judged.find((one) => one && 'fails' in one) ?? judged.find(Boolean);
   const notRefused = links.filter((link) => judgedOf(refused[link.id]!) !== undefined).map((link) => link.id);

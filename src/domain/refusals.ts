@@ -111,7 +111,8 @@ export async function askToStop(
   const refusal = await step(`${refuser.name} asks to stop the session, on a connection of its own`, () => api.stop(jobId, refuser, { connection }));
   if (refuser.team !== undefined && refuser.team === owner.team) return [refusal];
   const again = await step(`${refuser.name} asks again, on a connection that has carried the owner's valid request`, async () => {
-    const ownersConnection = warmed ?? (await warmedBy(api, owner));
+    const ownersConnection = warmed ?? api.connection();
+    if (!warmed) await api.stop(randomUUID(), owner, { connection: ownersConnection });
     const answer = await api.stop(jobId, refuser, { connection: ownersConnection });
     if (!warmed) api.release(ownersConnection);
     return answer;
@@ -127,14 +128,6 @@ export const refusalCheck = (answers: Answer[], refusedCheck: (answers: Answer[]
   answers.length === 1 ? refusedCheck(answers) : judge.all([refusedCheck(answers.slice(0, 3)), judge.refused(answers.slice(3))]);
 
 type Connection = ReturnType<Client['connection']>;
-
-/** A connection that has carried the owner's valid request (a stop of a job nobody has). */
-export async function warmedBy(api: Client, owner: Identity): Promise<Connection> {
-  const connection = api.connection();
-  await api.stop(randomUUID(), owner, { connection });
-  return connection;
-}
-
 /** The most a session is held longer when a proof could not tell: twice the longest stop a refusal's hold is sized from. */
 const MOST_LONGER_MS = 4_000;
 

@@ -1,6 +1,7 @@
 /**
  * Requests several tests judge, sent once: the first test to ask runs them (`run`, for the tests
- * the run chose) and every test judges its own part. A part that fails there runs again alone, on a
+ * the run chose) and every test judges its own part, waiting as long as a test may (a limited plan
+ * spaces the requests out). A part that fails there runs again alone, on a
  * session of its own where the budget has one, so that the test whose request caused it fails.
  */
 import type { Check } from '../checks/checks';
@@ -22,9 +23,6 @@ export interface SharedContext {
   check: Check;
 }
 
-/** How long a test waits for the one running the shared requests in another worker. */
-const SHARED_WAIT_MS = 120_000;
-
 export async function judgedShared(
   { api, sessions, settings, check }: SharedContext,
   name: string,
@@ -35,7 +33,7 @@ export async function judgedShared(
   const chosen = tests.filter((test) => !settings.selectedRules || settings.selectedRules.includes(ruleOf(test)));
   const alone = async () => judgeAll(check, (await run([id]))[id] ?? []);
   if (chosen.length < 2 || !api.coordination) return alone();
-  const shared = await api.coordination.readOnce(`shared-${name}`, () => run(chosen), SHARED_WAIT_MS, api.signal);
+  const shared = await api.coordination.readOnce(`shared-${name}`, () => run(chosen), settings.testTimeoutMs, api.signal);
   if ('unavailable' in shared) {
     note(`the requests ${chosen.length} tests share: ${shared.unavailable}`);
     return alone();

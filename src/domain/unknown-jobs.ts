@@ -1,27 +1,36 @@
 /**
- * Rule 4's stops of jobs with no session, sent once while the owner holds a session on another job:
- * a random UUID's (random-uuid, and rule 9's not-found) and a scrape job's that never had a session
- * (job-without-session); the held session must run on through them (others-survive). Shared by
- * those tests (shared-run.ts).
+ * Rule 4's stops of jobs with no session, as a test alone sends them where the chain of refusals
+ * does not decide (chain-members.ts): a random UUID's (random-uuid, and rule 9's not-found), a scrape
+ * job's that never had a session (job-without-session), and both while the owner holds a session on
+ * another job, which must run on through them (others-survive).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Check } from '../checks/checks';
 import { step } from '../checks/recorder';
 import type { TestId } from '../config/rules';
+import type { Settings } from '../config/settings';
 import { stopPriced } from './account';
 import { boundsOf } from './billing';
+import type { Client } from './client';
 import { judge } from './named-checks';
 import { holdAroundMs, holdBeforeMs, longerIfTooSlow } from './refusals';
-import { judgedShared, type Parts, type SharedContext } from './shared-run';
+import type { Sessions } from './sessions';
+import type { Parts } from './shared-run';
 import type { Identities } from './target';
 
-const TESTS: TestId[] = ['unknown-job/others-survive', 'unknown-job/random-uuid', 'unknown-job/job-without-session', 'json-answers/not-found'];
-
-export interface UnknownJobsContext extends SharedContext {
+export interface UnknownJobsContext {
+  api: Client;
+  sessions: Sessions;
   identities: Identities;
+  settings: Settings;
+  check: Check;
 }
 
-export const unknownJobs = (context: UnknownJobsContext, id: TestId) => judgedShared(context, 'unknown-jobs', TESTS, (tests) => run(context, tests), id);
+/** Test `id` alone. */
+export async function unknownJobAlone(context: UnknownJobsContext, id: TestId): Promise<void> {
+  for (const [name, call] of (await run(context, [id]))[id] ?? []) await context.check(name, call);
+}
 
 async function run({ api, sessions, identities, settings }: UnknownJobsContext, tests: TestId[]): Promise<Parts> {
   const { owner } = identities;

@@ -1,9 +1,9 @@
 import { spec } from '../../src/config/rules';
-import { foreignChain } from '../../src/domain/foreign-refusals';
+import { chainMembers } from '../../src/domain/chain-members';
 import { refusedInChain } from '../../src/domain/refusal-chain';
 import { test } from '../../src/playwright/fixtures';
 
-// The foreign team's refusals, one after another through one session's life (foreign-refusals.ts).
+// Judged on the chain of requests that must change nothing, through one session's life (chain-members.ts).
 const tests = [
   { id: 'foreign-team/forbidden', title: "a foreign team's stop answers 403 with an error body" },
   {
@@ -18,7 +18,6 @@ const tests = [
 ] as const;
 
 for (const { id, title } of tests)
-  test(title, spec(id), async ({ api, sessions, identities, settings, check }) => {
-    const context = { api, sessions, identities, check };
-    await refusedInChain({ ...context, settings, owner: identities.owner }, 'foreign', foreignChain(context), id);
-  });
+  test(title, spec(id), async ({ api, sessions, identities, settings, check }) =>
+    refusedInChain({ api, sessions, check, settings, owner: identities.owner }, 'refusals', chainMembers({ api, sessions, identities, settings, check }), id),
+  );

@@ -1,8 +1,9 @@
 import { spec } from '../../src/config/rules';
-import { unknownJobs } from '../../src/domain/unknown-jobs';
+import { chainMembers } from '../../src/domain/chain-members';
+import { refusedInChain } from '../../src/domain/refusal-chain';
 import { test } from '../../src/playwright/fixtures';
 
-// Sent once, while the owner holds a session on another job (unknown-jobs.ts).
+// Judged on the chain of requests that must change nothing, through one session's life (chain-members.ts).
 const tests = [
   { id: 'unknown-job/random-uuid', title: 'a stop of a random job id that was never provisioned answers 404 with an error body' },
   { id: 'unknown-job/job-without-session', title: 'a stop of a scrape job that never had a browser session answers 404 with an error body' },
@@ -14,4 +15,6 @@ const tests = [
 ] as const;
 
 for (const { id, title } of tests)
-  test(title, spec(id), async ({ api, sessions, identities, settings, check }) => unknownJobs({ api, sessions, identities, settings, check }, id));
+  test(title, spec(id), async ({ api, sessions, identities, settings, check }) =>
+    refusedInChain({ api, sessions, check, settings, owner: identities.owner }, 'refusals', chainMembers({ api, sessions, identities, settings, check }), id),
+  );

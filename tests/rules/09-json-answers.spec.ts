@@ -1,30 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { notVerifiable } from '../../src/checks/checks';
 import { spec } from '../../src/config/rules';
+import { chainMembers } from '../../src/domain/chain-members';
 import type { Answer } from '../../src/domain/client';
-import { foreignChain } from '../../src/domain/foreign-refusals';
 import { malformedStop } from '../../src/domain/malformed';
 import { judge } from '../../src/domain/named-checks';
 import { refusedInChain } from '../../src/domain/refusal-chain';
-import { unknownJobs } from '../../src/domain/unknown-jobs';
 import { test } from '../../src/playwright/fixtures';
 
-// Judged on rule 4's stop of a random UUID (unknown-jobs.ts).
-test(
-  'a 404 answer is application/json with success false and a short single-line error',
-  spec('json-answers/not-found'),
-  async ({ api, sessions, identities, settings, check }) => unknownJobs({ api, sessions, identities, settings, check }, 'json-answers/not-found'),
-);
-
-// Judged on the foreign team's chain of refusals (foreign-refusals.ts).
-test(
-  'a 403 answer is application/json with success false and a short single-line error',
-  spec('json-answers/forbidden'),
-  async ({ api, sessions, identities, settings, check }) => {
-    const context = { api, sessions, identities, check };
-    await refusedInChain({ ...context, settings, owner: identities.owner }, 'foreign', foreignChain(context), 'json-answers/forbidden');
-  },
-);
+// Judged on the chain of requests that must change nothing (chain-members.ts).
+for (const { id, title } of [
+  { id: 'json-answers/not-found', title: 'a 404 answer is application/json with success false and a short single-line error' },
+  { id: 'json-answers/forbidden', title: 'a 403 answer is application/json with success false and a short single-line error' },
+] as const)
+  test(title, spec(id), async ({ api, sessions, identities, settings, check }) =>
+    refusedInChain({ api, sessions, check, settings, owner: identities.owner }, 'refusals', chainMembers({ api, sessions, identities, settings, check }), id),
+  );
 
 /**
  * A keyless tier may refuse with its own 429, whose body the specification does not fix: the
