@@ -1,7 +1,7 @@
 /**
  * What an owner's stop leaves, for the three tests of rule 7 that ask it, through one session's
- * life (shared-run.ts): the stop, a second stop (second-stop), refusals of others and one more stop
- * (final-for-everyone), an interact and a last stop (interact-after-stop).
+ * life (shared-run.ts): the stop, refusals of others and a second stop (second-stop,
+ * final-for-everyone), an interact and a last stop (interact-after-stop).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { step } from '../checks/recorder';
@@ -33,27 +33,27 @@ async function run({ api, sessions, identities, settings }: AfterStopContext, te
   const stop = await step('the owner stops the session', () => api.stop(session.jobId, owner));
   const firstStop: [string, CheckCall] = ['first-stop', judge.status(stop, 200)];
   const judged: Parts = {};
-  if (tests.includes('stop-is-final/second-stop')) {
-    const second = await step('the owner stops it again', () => api.stop(session.jobId, owner));
+  // Others' refusals first, then one more stop of the owner's: the second stop, and the proof that nothing was revived.
+  const refusals: Answer[] = [];
+  if (tests.includes('stop-is-final/final-for-everyone'))
+    for (const who of ['foreign', 'noKey', 'unknownKey'] as const)
+      refusals.push(await step(`${identities[who].name} asks to stop the stopped session`, () => api.stop(session.jobId, identities[who])));
+  const again = tests.includes('stop-is-final/second-stop') || tests.includes('stop-is-final/final-for-everyone');
+  const second = again ? await step('the owner stops it again', () => api.stop(session.jobId, owner)) : stop;
+  if (tests.includes('stop-is-final/second-stop'))
     judged['stop-is-final/second-stop'] = [
       firstStop,
       ['second-stop', judge.status(second, [200, 404], 'a stopped session answers 404 or 200')],
       // Repeating the first stop's settlement (the same credits, the duration absent or the same) reports it; another settlement is a second charge.
       ['no-second-charge', judge.noSecondCharge(second, stop)],
     ];
-  }
-  if (tests.includes('stop-is-final/final-for-everyone')) {
-    const refusals: Answer[] = [];
-    for (const who of ['foreign', 'noKey', 'unknownKey'] as const)
-      refusals.push(await step(`${identities[who].name} asks to stop the stopped session`, () => api.stop(session.jobId, identities[who])));
-    const again = await step('the owner stops it once more', () => api.stop(session.jobId, owner));
+  if (tests.includes('stop-is-final/final-for-everyone'))
     judged['stop-is-final/final-for-everyone'] = [
       firstStop,
       ['refused', judge.refused(refusals)],
       ['reveals-nothing', judge.revealsNothing(refusals, [session.created, stop], identities.ownerTeam, session.jobId)],
-      ['still-stopped', judge.stillStopped(again, stop)],
+      ['still-stopped', judge.stillStopped(second, stop)],
     ];
-  }
   if (tests.includes('stop-is-final/interact-after-stop')) {
     const again = await step('the owner interacts with the stopped session', () => sessions.interact(session));
     // A refusal: what it may have opened is held longer than the first session lasted (a second longer where the stop gave no duration and credits
@@ -64,7 +64,7 @@ async function run({ api, sessions, identities, settings }: AfterStopContext, te
       await step(`hold what the interact may have opened ${holdMs} ms`, () =>
         sleep(Math.max(0, holdMs - (performance.now() - again.receivedAt)), undefined, { signal: api.signal }),
       );
-    const last = await step('the owner stops it again', () => api.stop(session.jobId, owner));
+    const last = await step('the owner stops it once more', () => api.stop(session.jobId, owner));
     judged['stop-is-final/interact-after-stop'] = [
       firstStop,
       ['interact', judge.interactAfterStop(again)],

@@ -227,7 +227,7 @@ export class Sessions {
   }
 
   /** Stops, as its owner, every session of this test that is live: room given back must hold no session. */
-  private async stopLive(owner: Identity): Promise<void> {
+  async stopLive(owner: Identity = this.owner): Promise<void> {
     await Promise.allSettled(this.inFlight);
     for (const { jobId } of this.live.filter((session) => session.owner === owner)) {
       if (this.options.ledger.endedHere(this.options.api.target.baseURL, jobId, owner.name)) continue;

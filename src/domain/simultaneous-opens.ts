@@ -53,6 +53,7 @@ export async function opensOneAtOnce({ api, sessions, identities, settings, ledg
     // Every slot free again: one session opens once the run holds none (a stop that keeps its slot shows after as many stops as the cap).
     const opened = await step('the owner opens a session on a new job', () => sessions.openEvery(1, 1, CAP_CONFIRM_MS));
     await check('room-left', judge.roomLeft(opened, 1, count));
+    await step('the owner stops it', () => sessions.stopLive());
     return capSeenAcrossRun({ api, sessions, identities, settings, ledger, check });
   }
   // A cap the target states (up front, or in its refusals' words): every slot free again (a session nobody can stop holds one), and
