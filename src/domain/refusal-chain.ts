@@ -154,7 +154,10 @@ async function alone(context: Omit<RefusalContext, 'session'>, link: Link, tell 
 }
 
 async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext, 'session'>, links: Link[], observers: Observer[]): Promise<Chain> {
-  const refusers = [...new Set([...links.flatMap((link) => (link.refuser ? [link.refuser] : [])), ...observers.flatMap((observer) => observer.refusers)])];
+  // Refusers without a valid key first: on the connection they share, the last valid key is then the owner's (a team's refusal would reset it).
+  const refusers = [...new Set([...links.flatMap((link) => (link.refuser ? [link.refuser] : [])), ...observers.flatMap((observer) => observer.refusers)])].sort(
+    (a, b) => Number(a.team !== undefined) - Number(b.team !== undefined),
+  );
   // The tests' requests in one: each refuser's four within the time a test has.
   extendTimeout((refusers.length * 4 + 2) * settings.requestTimeoutMs);
   const others = links.some((link) => link.others) || observers.some((observer) => observer.otherJob);
