@@ -84,9 +84,9 @@ export default defineConfig({
   // (billing holds and rule 1's test on the short one, the sequences rule, a burst on a team of its own) go first, so that the run waits for nothing else. Two
   // workers run the other tests (one while six of the longest run, within the run's seven), which are short: a worker costs about half a second of CPU to
   // start, and more would end no sooner (against a remote target, the sequences rule's minute
-  // outlasts them). Against a target whose clock is declared coarse, each refusal test holds its
-  // session for seconds, and against a remote one each waits on the network and on the target's
-  // browser: four of them at once, within the run's six workers.
+  // outlasts them). Against a target whose clock is declared coarse, each chain of refusals holds its
+  // session for seconds, and against a remote one each test waits on the network and on the target's
+  // browser: four of them at once, within the run's seven workers.
   // The last project runs once every test of the others has ended, failed or not: Playwright runs a
   // project's teardown after all that depend on it, and 'the run' is an empty project for that alone.
   // 'the whole run' is empty too: its teardown, last of all, waits for every project under it, 'after the run' included.

@@ -175,17 +175,11 @@ export const OPENS: Partial<Record<TestId, { sessions: number; jobs?: number }>>
  */
 export const SHARED: { tests: TestId[]; sessions: number; jobs?: number }[] = [
   { tests: ['billing/short-hold', 'owner-stop/answers-200'], sessions: 1 },
-  // The chain of requests that must change nothing (chain-members.ts), and the owner's job without a session.
+  // The chains of requests that must change nothing (chain-members.ts), one per kind of caller; two hold a job without a session too.
+  { tests: ['unknown-job/others-survive', 'unknown-job/random-uuid', 'unknown-job/job-without-session', 'json-answers/not-found'], sessions: 1, jobs: 1 },
+  { tests: ['foreign-team/forbidden', 'foreign-team/survives', 'foreign-team/reveals-nothing', 'json-answers/forbidden'], sessions: 1, jobs: 1 },
   {
     tests: [
-      'unknown-job/others-survive',
-      'unknown-job/random-uuid',
-      'unknown-job/job-without-session',
-      'foreign-team/forbidden',
-      'foreign-team/survives',
-      'foreign-team/reveals-nothing',
-      'json-answers/forbidden',
-      'json-answers/not-found',
       'authentication/no-key',
       'authentication/empty-token',
       'authentication/garbage',

@@ -1,8 +1,8 @@
 /**
  * Rule 2's sessions, held for different times. Real clients interact seconds after the scrape and
  * several times before they stop, so the short hold leaves a gap between scrape and interact (a
- * clock started at the scrape is off by that much) and the longest interacts again twice during its
- * hold (a clock restarted by each interact is off by two thirds of it). One is held past a minute
+ * clock started at the scrape is off by that much) and the two longest interact again twice during
+ * their hold (a clock restarted by each interact is off by two thirds of it). One is held past a minute
  * (against a remote target), where billing by the started minute shows. The short hold's stop is
  * also rule 1's (shared-run.ts).
  */
@@ -18,7 +18,7 @@ import type { Identities } from './target';
 
 export const HOLDS = [
   { id: 'billing/past-a-minute', title: 'held past a minute', index: 'minute', gap: false, interacts: 3 },
-  { id: 'billing/long-hold', title: 'held for the long hold', index: 2, gap: false, interacts: 1 },
+  { id: 'billing/long-hold', title: 'held for the long hold', index: 2, gap: false, interacts: 3 },
   { id: 'billing/medium-hold', title: 'held for the medium hold', index: 1, gap: false, interacts: 1 },
   { id: 'billing/short-hold', title: 'held for the short hold', index: 0, gap: true, interacts: 1 },
 ] as const;
@@ -32,9 +32,10 @@ export interface HoldContext extends SharedContext {
 
 /** Test `id` (a hold's, or rule 1's on the short hold's stop), judged on its hold's session. */
 export function heldAndStopped(context: HoldContext, id: TestId): Promise<void> {
-  const hold = HOLDS.find((one) => one.id === id) ?? HOLDS.find((one) => one.id === 'billing/short-hold')!;
+  const hold = HOLDS.find((one) => one.id === (id === 'owner-stop/answers-200' ? 'billing/short-hold' : id))!;
   const tests: TestId[] = hold.id === 'billing/short-hold' ? [hold.id, 'owner-stop/answers-200'] : [hold.id];
-  return judgedShared(context, hold.id, tests, (chosen) => run(context, hold, chosen), id);
+  // Rule 1 adds no request to the hold's: a failure there is the hold's own, and stands.
+  return judgedShared(context, hold.id.replace('/', '-'), tests, (chosen) => run(context, hold, chosen), id, false);
 }
 
 async function run({ api, sessions, identities, settings, minuteHoldMs }: HoldContext, hold: Hold, tests: TestId[]): Promise<Parts> {

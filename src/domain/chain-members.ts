@@ -1,8 +1,9 @@
 /**
- * The tests of rules 3, 4, 5 and 9 that one chain of requests (refusal-chain.ts) proves through one
- * session's life: the owner's stops of other jobs, the foreign team's refused stops and the
+ * The tests of rules 3, 4, 5 and 9 that chains of requests (refusal-chain.ts) prove, each through
+ * one session's life: the owner's stops of other jobs, the foreign team's refused stops, and the
  * refusals of requests without a valid key, each followed by the session's survival; and the tests
- * that judge what those answers say.
+ * that judge what those answers say. One chain per kind of caller: a fault one kind shows leaves the
+ * others' proofs whole.
  */
 import type { Check } from '../checks/checks';
 import { step } from '../checks/recorder';
@@ -11,7 +12,7 @@ import type { Settings } from '../config/settings';
 import type { Answer } from './answer';
 import type { Client } from './client';
 import { judge } from './named-checks';
-import type { Link, Observer, Seen } from './refusal-chain';
+import { type Link, type Observer, refusedInChain, type Seen } from './refusal-chain';
 import type { Sessions } from './sessions';
 import type { Identities, IdentityName } from './target';
 import { unknownJobAlone } from './unknown-jobs';
@@ -36,8 +37,25 @@ export interface MembersContext {
   check: Check;
 }
 
-/** Every member of the chain, as `context`'s test sees them. */
-export function chainMembers(context: MembersContext): { links: Link[]; observers: Observer[] } {
+/** The chains, by the tests they prove. */
+const CHAINS: Record<string, TestId[]> = {
+  'unknown-jobs': ['unknown-job/others-survive', 'unknown-job/random-uuid', 'unknown-job/job-without-session', 'json-answers/not-found'],
+  foreign: ['foreign-team/survives', 'foreign-team/forbidden', 'foreign-team/reveals-nothing', 'json-answers/forbidden'],
+  keyless: [...AUTH_REFUSALS.map(({ id }) => id), 'authentication/reveals-nothing'],
+};
+
+/** Test `id` judged on its chain. */
+export function judgedInChain(context: MembersContext, id: TestId): Promise<void> {
+  const name = Object.keys(CHAINS).find((chain) => CHAINS[chain]!.includes(id));
+  if (!name) throw new Error(`${id} is in no chain`);
+  const { links, observers } = members(context);
+  const of = (member: { id: TestId }) => CHAINS[name]!.includes(member.id);
+  const { api, sessions, settings, check, identities } = context;
+  return refusedInChain({ api, sessions, settings, check, owner: identities.owner }, name, { links: links.filter(of), observers: observers.filter(of) }, id);
+}
+
+/** Every member of every chain, as `context`'s test sees them. */
+function members(context: MembersContext): { links: Link[]; observers: Observer[] } {
   const { api, sessions, identities, settings, check } = context;
   const { foreign } = identities;
   const first = (seen: Seen) => seen.answersOf(foreign)[0]!;

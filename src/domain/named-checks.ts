@@ -33,10 +33,6 @@ const JUDGES = {
     if (typeof expected === 'number') expect(answer.status, message).toBe(expected);
     else expect(answer.status, message).toBeOneOf(expected);
   },
-  /** An answer where the target gave none: the connection closed on this request alone (`why`). */
-  unanswered(why: string): Verdict {
-    expect('no answer', why).toBe('an answer');
-  },
   /** A 4xx, never a 5xx. */
   clientError(answer: Answer): Verdict {
     expect(answer.status, summary(answer)).toBeGreaterThanOrEqual(400);

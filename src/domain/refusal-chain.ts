@@ -13,11 +13,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { notVerifiable } from '../checks/checks';
 import { extendTimeout, note, step } from '../checks/recorder';
 import { ruleOf, type TestId } from '../config/rules';
-import { stopPriced } from './account';
+import { accountPrices, stopPriced } from './account';
 import type { Answer } from './answer';
 import { boundsOf } from './billing';
 import { type CheckCall, judge, runCheck } from './named-checks';
-import { askToStop, holdAroundMs, holdBeforeMs, type Judged, judgedOf, type RefusalContext, refusalCheck, refuseThenOwnerStops } from './refusals';
+import { askToStop, CHARGE_PROOF_MS, holdAroundMs, type Judged, judgedOf, type RefusalContext, refusalCheck, refuseThenOwnerStops } from './refusals';
 import type { Identity } from './target';
 
 /** One refusal of a chain: its test, who refuses, and how its answers are judged. */
@@ -88,12 +88,15 @@ export async function refusedInChain(
   if (!link && !observer) throw new Error(`${id} is not a member of its chain`);
   const coordination = api.coordination;
   const aloneHere = () => (observer ? observer.alone() : alone(context, link!));
-  if ((link && !chained.includes(link)) || chained.length + watching.length < 2 || !coordination) return aloneHere();
+  // No session left for the chain: each test alone, where one that needs none still tells.
+  if ((link && !chained.includes(link)) || chained.length + watching.length < 2 || !coordination || sessions.budgetLeft() === 0) return aloneHere();
+  // Waiting for the test that runs the chain in another worker may take as long as a test.
+  extendTimeout(settings.testTimeoutMs);
   const once = (of: Link[], key: string) =>
-    coordination.readOnce(`refusal-chain-${key}`, () => runChain(context, of, watching), settings.testTimeoutMs, api.signal);
+    coordination.readOnce(`refusal-chain-${key}`, () => runChain(context, of, key === name ? watching : []), settings.testTimeoutMs, api.signal);
   let chain = await once(chained, name);
   if (!('unavailable' in chain) && observer) return judgeObserved(context, observer, chain.observed[id]!);
-  // Refusals that were not refused end the chain's proof for all: the others once more without them, each of those alone.
+  // Refusals that were not refused end the chain's proof for all: the others once more without them (observers were judged on the first), each of those alone.
   const notRefused = 'unavailable' in chain ? [] : (chain.notRefused ?? []);
   const rest = chained.filter((other) => !notRefused.includes(other.id));
   if (link && notRefused.length && rest.includes(link) && rest.length > 1) chain = await once(rest, `${name}-refused`);
@@ -164,8 +167,13 @@ async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext,
   // The job first: a scrape while the session is held could wait for a job slot where the target caps a team's jobs.
   const otherJob = others ? await step('the owner creates a scrape job without a session', () => sessions.jobWithoutSession()) : undefined;
   const session = await step(`a session for ${links.length + observers.length} tests' requests, one after another`, () => sessions.provision());
-  const beforeMs = holdBeforeMs(api, settings, session.created, true);
-  await step(`hold the session ${beforeMs} ms`, () => sessions.holdUntil(session, beforeMs));
+  // Where the account may price the stop, CHARGE_PROOF_MS more (refusals.ts): before any stop showed how the target prices, until one states it.
+  const aroundMs = holdAroundMs(api, settings, session.created);
+  const proofMs = accountPrices(api, settings, true) ? CHARGE_PROOF_MS : 0;
+  await step(`hold the session ${aroundMs}${proofMs ? ` to ${aroundMs + proofMs}` : ''} ms`, async () => {
+    await sessions.holdUntil(session, aroundMs);
+    for (let ms = aroundMs; proofMs && ms < aroundMs + proofMs && accountPrices(api, settings, true); ms += 50) await sessions.holdUntil(session, ms + 50);
+  });
   const connection = api.connection();
   const warmed = api.connection();
   const random = await step('the owner stops a fresh random UUID, on a connection the refusers ask again on', () =>

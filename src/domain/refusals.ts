@@ -38,8 +38,8 @@ export const holdAroundMs = (api: Client, settings: Settings, created: Answer) =
  * has stated its charge yet), 2 s more: a charge billed by the second tells the whole session from
  * a clock restarted at the refusal only when they differ by whole seconds.
  */
-export const holdBeforeMs = (api: Client, settings: Settings, created: Answer, unknown = false) =>
-  holdAroundMs(api, settings, created) + (accountPrices(api, settings, unknown) ? CHARGE_PROOF_MS : 0);
+export const holdBeforeMs = (api: Client, settings: Settings, created: Answer) =>
+  holdAroundMs(api, settings, created) + (accountPrices(api, settings) ? CHARGE_PROOF_MS : 0);
 export const CHARGE_PROOF_MS = 2_000;
 
 export interface RefusalContext {

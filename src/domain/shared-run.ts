@@ -5,7 +5,7 @@
  * session of its own where the budget has one, so that the test whose request caused it fails.
  */
 import type { Check } from '../checks/checks';
-import { note } from '../checks/recorder';
+import { extendTimeout, note } from '../checks/recorder';
 import { ruleOf, type TestId } from '../config/rules';
 import type { Settings } from '../config/settings';
 import type { Client } from './client';
@@ -29,10 +29,13 @@ export async function judgedShared(
   tests: TestId[],
   run: (tests: TestId[]) => Promise<Parts>,
   id: TestId,
+  againAlone = true,
 ): Promise<void> {
   const chosen = tests.filter((test) => !settings.selectedRules || settings.selectedRules.includes(ruleOf(test)));
   const alone = async () => judgeAll(check, (await run([id]))[id] ?? []);
-  if (chosen.length < 2 || !api.coordination) return alone();
+  if (chosen.length < 2 || !api.coordination || sessions.budgetLeft() === 0) return alone();
+  // Waiting for the test that runs them in another worker may take as long as a test.
+  extendTimeout(settings.testTimeoutMs);
   const shared = await api.coordination.readOnce(`shared-${name}`, () => run(chosen), settings.testTimeoutMs, api.signal);
   if ('unavailable' in shared) {
     note(`the requests ${chosen.length} tests share: ${shared.unavailable}`);
@@ -40,7 +43,7 @@ export async function judgedShared(
   }
   // A part that failed may have been led there by an earlier one: alone it tells which.
   const failed = (shared[id] ?? []).map(([, call]) => judgedOf(call)).find((judged) => judged && 'fails' in judged);
-  if (failed && sessions.budgetLeft() > 0) {
+  if (failed && againAlone && sessions.budgetLeft() > 0) {
     note(`its part of the requests ${chosen.length} tests share failed (${'fails' in failed ? failed.fails : ''}): alone, on a session of its own`);
     return alone();
   }

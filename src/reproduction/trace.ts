@@ -92,6 +92,8 @@ export class Trace {
       const seq = this.seqOf.get(value as Answer);
       if (seq !== undefined) return { $answer: seq };
       if ('authorization' in value) throw new Error('a caller cannot be written into a reproduction');
+      // An answer to another test's request (requests tests share): this test's trace cannot send it again.
+      if ('receivedAt' in value && 'status' in value) throw new Error("the answer is to another test's request, which this test's trace does not hold");
       if (Object.getPrototypeOf(value) !== Object.prototype) throw new Error(`a ${value.constructor?.name} cannot be written into a reproduction`);
       return Object.fromEntries(
         Object.entries(value)

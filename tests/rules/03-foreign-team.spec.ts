@@ -1,6 +1,5 @@
 import { spec } from '../../src/config/rules';
-import { chainMembers } from '../../src/domain/chain-members';
-import { refusedInChain } from '../../src/domain/refusal-chain';
+import { judgedInChain } from '../../src/domain/chain-members';
 import { test } from '../../src/playwright/fixtures';
 
 // Judged on the chain of requests that must change nothing, through one session's life (chain-members.ts).
@@ -18,6 +17,4 @@ const tests = [
 ] as const;
 
 for (const { id, title } of tests)
-  test(title, spec(id), async ({ api, sessions, identities, settings, check }) =>
-    refusedInChain({ api, sessions, check, settings, owner: identities.owner }, 'refusals', chainMembers({ api, sessions, identities, settings, check }), id),
-  );
+  test(title, spec(id), async ({ api, sessions, identities, settings, check }) => judgedInChain({ api, sessions, identities, settings, check }, id));

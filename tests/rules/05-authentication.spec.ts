@@ -1,11 +1,10 @@
 import { notVerifiable } from '../../src/checks/checks';
 import { spec } from '../../src/config/rules';
-import { AUTH_REFUSALS, chainMembers } from '../../src/domain/chain-members';
+import { AUTH_REFUSALS, judgedInChain } from '../../src/domain/chain-members';
 import { judge } from '../../src/domain/named-checks';
-import { refusedInChain } from '../../src/domain/refusal-chain';
 import { test } from '../../src/playwright/fixtures';
 
-// In order, in one worker: the first test runs the chain the others read (refusal-chain.ts, chain-members.ts).
+// In order, in one worker: whichever of the chain's tests asks first runs it, and the others read it (refusal-chain.ts, chain-members.ts).
 test.describe(() => {
   test.describe.configure({ mode: 'default' });
   const tests = [
@@ -16,8 +15,7 @@ test.describe(() => {
     test(title, spec(id), async ({ api, sessions, identities, settings, check }) => {
       if (id === 'authentication/key-case-changed' && !identities.keyCaseChanged.authorization)
         notVerifiable("the owner's key has no letter whose case could change");
-      const members = chainMembers({ api, sessions, identities, settings, check });
-      await refusedInChain({ api, sessions, check, settings, owner: identities.owner }, 'refusals', members, id);
+      await judgedInChain({ api, sessions, identities, settings, check }, id);
     });
 });
 

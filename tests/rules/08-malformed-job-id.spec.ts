@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { spec, type TestId } from '../../src/config/rules';
-import { malformedStop } from '../../src/domain/malformed';
+import { judge } from '../../src/domain/named-checks';
 import { test } from '../../src/playwright/fixtures';
 
 // Asked by both teams: a jobId's syntax is judged before any team's jobs are looked up.
@@ -14,6 +15,17 @@ const malformed: { id: TestId; name: string; jobId: string; who: 'owner' | 'fore
 ];
 
 for (const { id, name, jobId, who } of malformed)
-  test(`a stop whose jobId is ${name} answers 4xx, never 5xx`, spec(id), async ({ api, sessions, identities, settings, check }) =>
-    malformedStop({ api, sessions, settings, check }, identities[who], jobId, id),
-  );
+  test(`a stop whose jobId is ${name} answers 4xx, never 5xx`, spec(id), async ({ api, identities, check }) => {
+    const as = identities[who];
+    const stop = await api.stop(jobId, as).catch(async (error) => {
+      // A connection closed on this request alone, while the target answers the next: the target's, not the network's.
+      if (!/ECONNRESET|socket hang up/.test(String(error)) || (await api.stop(randomUUID(), as)).status >= 500) throw error;
+      return undefined;
+    });
+    const closed = 'the target closed the connection without answering this stop, though it answers the next: a malformed jobId must get a 4xx answer';
+    if (!stop)
+      return check('status', () => {
+        throw new Error(closed);
+      });
+    await check('status', judge.clientError(stop));
+  });

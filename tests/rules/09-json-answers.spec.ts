@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { notVerifiable } from '../../src/checks/checks';
 import { spec } from '../../src/config/rules';
-import { chainMembers } from '../../src/domain/chain-members';
+import { judgedInChain } from '../../src/domain/chain-members';
 import type { Answer } from '../../src/domain/client';
-import { malformedStop } from '../../src/domain/malformed';
 import { judge } from '../../src/domain/named-checks';
-import { refusedInChain } from '../../src/domain/refusal-chain';
 import { test } from '../../src/playwright/fixtures';
 
 // Judged on the chain of requests that must change nothing (chain-members.ts).
@@ -13,9 +11,7 @@ for (const { id, title } of [
   { id: 'json-answers/not-found', title: 'a 404 answer is application/json with success false and a short single-line error' },
   { id: 'json-answers/forbidden', title: 'a 403 answer is application/json with success false and a short single-line error' },
 ] as const)
-  test(title, spec(id), async ({ api, sessions, identities, settings, check }) =>
-    refusedInChain({ api, sessions, check, settings, owner: identities.owner }, 'refusals', chainMembers({ api, sessions, identities, settings, check }), id),
-  );
+  test(title, spec(id), async ({ api, sessions, identities, settings, check }) => judgedInChain({ api, sessions, identities, settings, check }, id));
 
 /**
  * A keyless tier may refuse with its own 429, whose body the specification does not fix: the
@@ -48,10 +44,11 @@ test(
   },
 );
 
-// Judged on rule 8's stop of "not-a-uuid" (malformed.ts).
 test(
   'the refusal of a malformed jobId is application/json with success false and a short single-line error',
   spec('json-answers/malformed-job-id'),
-  async ({ api, sessions, identities, settings, check }) =>
-    malformedStop({ api, sessions, settings, check }, identities.owner, 'not-a-uuid', 'json-answers/malformed-job-id'),
+  async ({ api, identities, check }) => {
+    const stop = await api.stop('not-a-uuid', identities.owner);
+    await check('json-error', judge.jsonError(stop));
+  },
 );
