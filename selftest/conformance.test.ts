@@ -431,7 +431,7 @@ describe('the command, end to end', { concurrency: 3 }, () => {
       assert.equal(dry.code, 0, dry.log);
       assert.match(
         dry.log,
-        /^COST AT MOST: 40 session\(s\) \(SESSION_BUDGET=40; 18 of them the sequences rule's\), about 42 scrape\(s\) and [\d.]+ credit\(s\)/m,
+        /^COST AT MOST: 40 session\(s\) \(SESSION_BUDGET=40; 15 of them the sequences rule's\), about 44 scrape\(s\) and [\d.]+ credit\(s\)/m,
       );
       assert.equal(seen.requests, 0, 'a dry run sent requests');
       // The default budget, all of it the sequences rule's: it searches until it is spent, not until its time is up.

@@ -8,25 +8,20 @@ import { step } from '../checks/recorder';
 import type { Answer } from './answer';
 import { type CheckCall, judge } from './named-checks';
 import { holdAroundMs } from './refusals';
-import { judgedShared, type Parts, type SharedContext } from './shared-run';
-import type { Identities } from './target';
+import { judgedShared, type Parts, type TestContext } from './shared-run';
 
-export type AfterStopTest = 'stop-is-final/second-stop' | 'stop-is-final/final-for-everyone' | 'stop-is-final/interact-after-stop';
+type AfterStopTest = 'stop-is-final/second-stop' | 'stop-is-final/final-for-everyone' | 'stop-is-final/interact-after-stop';
 const TESTS: AfterStopTest[] = ['stop-is-final/second-stop', 'stop-is-final/final-for-everyone', 'stop-is-final/interact-after-stop'];
-
-export interface AfterStopContext extends SharedContext {
-  identities: Identities;
-}
 
 /** Long enough to be charged by the second: a stop that charges again then shows in the account (stop-is-final/account). */
 export const BILLED_HOLD_MS = 1_500;
 
 /** Test `id`'s part, judged on the session the rule's tests share (shared-run.ts). */
-export const afterStop = (context: AfterStopContext, id: AfterStopTest) =>
+export const afterStop = (context: TestContext, id: AfterStopTest) =>
   judgedShared(context, 'after-stop', TESTS, (tests) => run(context, tests as AfterStopTest[]), id);
 
 /** One session, stopped, then the parts of `tests` in order, each judged on its own answers. */
-async function run({ api, sessions, identities, settings }: AfterStopContext, tests: AfterStopTest[]): Promise<Parts> {
+async function run({ api, sessions, identities, settings }: TestContext, tests: AfterStopTest[]): Promise<Parts> {
   const { owner } = identities;
   const session = await step('provision a session', () => sessions.provision());
   if (tests.includes('stop-is-final/second-stop')) await step(`hold the session ${BILLED_HOLD_MS} ms`, () => sessions.holdUntil(session, BILLED_HOLD_MS));

@@ -13,8 +13,7 @@ import { stopPriced } from './account';
 import { boundsOf, measuredInterval } from './billing';
 import { summary } from './client';
 import { judge } from './named-checks';
-import { judgedShared, type Parts, type SharedContext } from './shared-run';
-import type { Identities } from './target';
+import { judgedShared, type Parts, type TestContext } from './shared-run';
 
 export const HOLDS = [
   { id: 'billing/past-a-minute', title: 'held past a minute', index: 'minute', gap: false, interacts: 3 },
@@ -25,10 +24,7 @@ export const HOLDS = [
 
 type Hold = (typeof HOLDS)[number];
 
-export interface HoldContext extends SharedContext {
-  identities: Identities;
-  minuteHoldMs: number;
-}
+type HoldContext = TestContext & { minuteHoldMs: number };
 
 /** Test `id` (a hold's, or rule 1's on the short hold's stop), judged on its hold's session. */
 export function heldAndStopped(context: HoldContext, id: TestId): Promise<void> {

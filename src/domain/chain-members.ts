@@ -1,20 +1,10 @@
-/**
- * The tests of rules 3, 4, 5 and 9 that chains of requests (refusal-chain.ts) prove, each through
- * one session's life: the owner's stops of other jobs, the foreign team's refused stops, and the
- * refusals of requests without a valid key, each followed by the session's survival; and the tests
- * that judge what those answers say. One chain per kind of caller: a fault one kind shows leaves the
- * others' proofs whole.
- */
-import type { Check } from '../checks/checks';
 import { step } from '../checks/recorder';
 import type { TestId } from '../config/rules';
-import type { Settings } from '../config/settings';
 import type { Answer } from './answer';
-import type { Client } from './client';
 import { judge } from './named-checks';
 import { type Link, type Observer, refusedInChain, type Seen } from './refusal-chain';
-import type { Sessions } from './sessions';
-import type { Identities, IdentityName } from './target';
+import type { TestContext } from './shared-run';
+import type { IdentityName } from './target';
 import { unknownJobAlone } from './unknown-jobs';
 
 export const AUTH_REFUSALS: { id: TestId; who: IdentityName; title: string; schemeWord?: true }[] = [
@@ -29,14 +19,6 @@ export const AUTH_REFUSALS: { id: TestId; who: IdentityName; title: string; sche
   { id: 'authentication/token-scheme', who: 'tokenScheme', title: "a stop with the owner's key under the Token scheme", schemeWord: true },
 ];
 
-export interface MembersContext {
-  api: Client;
-  sessions: Sessions;
-  identities: Identities;
-  settings: Settings;
-  check: Check;
-}
-
 /** The chains, by the tests they prove. */
 const CHAINS: Record<string, TestId[]> = {
   'unknown-jobs': ['unknown-job/others-survive', 'unknown-job/random-uuid', 'unknown-job/job-without-session', 'json-answers/not-found'],
@@ -45,7 +27,7 @@ const CHAINS: Record<string, TestId[]> = {
 };
 
 /** Test `id` judged on its chain. */
-export function judgedInChain(context: MembersContext, id: TestId): Promise<void> {
+export function judgedInChain(context: TestContext, id: TestId): Promise<void> {
   const name = Object.keys(CHAINS).find((chain) => CHAINS[chain]!.includes(id));
   if (!name) throw new Error(`${id} is in no chain`);
   const { links, observers } = members(context);
@@ -55,7 +37,7 @@ export function judgedInChain(context: MembersContext, id: TestId): Promise<void
 }
 
 /** Every member of every chain, as `context`'s test sees them. */
-function members(context: MembersContext): { links: Link[]; observers: Observer[] } {
+function members(context: TestContext): { links: Link[]; observers: Observer[] } {
   const { api, sessions, identities, settings, check } = context;
   const { foreign } = identities;
   const first = (seen: Seen) => seen.answersOf(foreign)[0]!;

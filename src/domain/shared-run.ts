@@ -12,6 +12,7 @@ import type { Client } from './client';
 import type { CheckCall } from './named-checks';
 import { judgedOf } from './refusals';
 import type { Sessions } from './sessions';
+import type { Identities } from './target';
 
 /** Each test's named checks on the requests it shares. */
 export type Parts = Partial<Record<TestId, [string, CheckCall][]>>;
@@ -21,6 +22,11 @@ export interface SharedContext {
   sessions: Sessions;
   settings: Settings;
   check: Check;
+}
+
+/** What a test that shares requests has at hand: its client, sessions, settings, checks and callers. */
+export interface TestContext extends SharedContext {
+  identities: Identities;
 }
 
 export async function judgedShared(

@@ -6,33 +6,20 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Check } from '../checks/checks';
 import { step } from '../checks/recorder';
 import type { TestId } from '../config/rules';
-import type { Settings } from '../config/settings';
 import { stopPriced } from './account';
 import { boundsOf } from './billing';
-import type { Client } from './client';
 import { judge } from './named-checks';
 import { holdAroundMs, holdBeforeMs, longerIfTooSlow } from './refusals';
-import type { Sessions } from './sessions';
-import type { Parts } from './shared-run';
-import type { Identities } from './target';
-
-export interface UnknownJobsContext {
-  api: Client;
-  sessions: Sessions;
-  identities: Identities;
-  settings: Settings;
-  check: Check;
-}
+import type { Parts, TestContext } from './shared-run';
 
 /** Test `id` alone. */
-export async function unknownJobAlone(context: UnknownJobsContext, id: TestId): Promise<void> {
+export async function unknownJobAlone(context: TestContext, id: TestId): Promise<void> {
   for (const [name, call] of (await run(context, [id]))[id] ?? []) await context.check(name, call);
 }
 
-async function run({ api, sessions, identities, settings }: UnknownJobsContext, tests: TestId[]): Promise<Parts> {
+async function run({ api, sessions, identities, settings }: TestContext, tests: TestId[]): Promise<Parts> {
   const { owner } = identities;
   const surviving = tests.includes('unknown-job/others-survive');
   // The whole run once more, held longer, where the exchanges took as long as the hold (refusals.ts).
