@@ -66,7 +66,8 @@ export interface ReferenceState {
 
 export interface Behaviour {
   /** The team of an `Authorization` header value, or undefined (401); `connection` is the request's socket (a variant may misuse it). */
-  authenticate(authorization: string | undefined, connection?: object): Team | undefined;
+  /** `name`: the header's name as the request spelt it. */
+  authenticate(authorization: string | undefined, connection?: object, name?: string): Team | undefined;
   /** Rate limiting per `<team id>:scrape` or `<team id>:interact`, or per `addr:<client address>` when unauthenticated. */
   limit(key: string): RateDecision;
   scrape(team: Team, body: unknown): Reply;
@@ -248,7 +249,8 @@ function route(behaviour: Behaviour, logging: boolean, req: http.IncomingMessage
   if (raw === 'too large') return behaviour.error(413, 'Request body too large.');
 
   const authorization = req.headers.authorization;
-  const team = behaviour.authenticate(authorization, req.socket);
+  const name = req.rawHeaders.find((header, i) => i % 2 === 0 && header.toLowerCase() === 'authorization');
+  const team = behaviour.authenticate(authorization, req.socket, name);
   // As in the hosted service, scrape has its own limiter and interact and stop share one.
   const decision = behaviour.limit(team ? limiterKey(team, interact ? 'interact' : account ? 'account' : 'scrape') : `addr:${req.socket.remoteAddress}`);
   if (!decision.allowed) {

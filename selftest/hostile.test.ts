@@ -130,6 +130,16 @@ function start(server: ReferenceServer, args: string[], settings: Record<string,
 
 type Started = ReturnType<typeof start>;
 
+/** The ledger's lines on each job whose session the server still holds. */
+function ledgerOf(run: Started, server: ReferenceServer): string {
+  const file = path.join(run.reports, 'ledger.jsonl');
+  const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
+  return server
+    .activeSessions()
+    .map(({ jobId }) => [jobId, ...lines.filter((line) => line.includes(jobId))].join('\n  '))
+    .join('\n');
+}
+
 /** The processes under `root`, from `ps`, with their process groups. */
 function descendants(root: number): { pid: number; ppid: number; pgid: number; args: string }[] {
   const table = execFileSync('ps', ['-e', '-o', 'pid=,ppid=,pgid=,args='], { encoding: 'utf8' })
@@ -503,7 +513,8 @@ describe('the command against hostile targets ends in bounded time, says what ha
           seconds < bound(budget),
           `the command ended after ${seconds.toFixed(1)} s, more than ${bound(budget).toFixed(1)} s (budgets ${budget} s, baseline ${baseline.toFixed(1)} s):\n${run.log().slice(-4000)}`,
         );
-        if (left >= 0) assert.equal(running, left, 'sessions left running on the server');
+        if (left >= 0)
+          assert.equal(running, left, `sessions left running on the server, as the ledger saw them:\n${ledgerOf(run, server)}\n${run.log().slice(-3000)}`);
         if (running) assert.match(run.log(), /Could not stop \d+ session\(s\)/, 'a session left running is reported');
         if (absent) assert.doesNotMatch(run.log(), absent);
         if (cleanupClean) {

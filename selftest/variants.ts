@@ -492,6 +492,12 @@ export const faultyVariants: Variant[] = [
     options: behaviour((base) => ({ authenticate: (h) => (h?.startsWith('Bearer ') ? base.authenticate(h) : undefined) })),
   },
   {
+    name: 'header-name-case-sensitive',
+    breaks: 'authentication',
+    description: 'reads the key only from a header spelt "Authorization", as a hand-written parser may',
+    options: behaviour((base) => ({ authenticate: (h, connection, name) => (name === 'Authorization' ? base.authenticate(h, connection) : undefined) })),
+  },
+  {
     name: 'refused-key-still-stops',
     breaks: 'authentication',
     description: 'answers 401 but stops the session named in the path anyway',

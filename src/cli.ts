@@ -287,18 +287,8 @@ function phases(reportsDir: string, playwrightEnded: number): string {
 
 /** After Playwright: stops what the run left, builds the Allure report, and returns the exit code. */
 async function finish(settings: Settings, signalled: string | undefined, allure: boolean): Promise<number> {
-  // After a hang, the run's teardowns have already tried each session twice: a third try would only wait out another timeout.
-  const ledger = new Ledger(ledgerFile(settings.reportsDir));
-  const leftOpen =
-    signalled === TARGET_STOPPED_ANSWERING
-      ? {
-          stopped: [],
-          failed: ledger
-            .open()
-            .filter((entry) => !entry.embedded && !ledger.heldNothing(entry.target, entry.jobId))
-            .map((entry) => `${entry.jobId} at ${entry.target}: running since ${entry.at}; not stopped: the run ended when the target stopped answering`),
-        }
-      : await stopOpenSessions(ledger, settings, (entry) => !entry.embedded);
+  // Even after a hang: a stop the target left unanswered may be the one that ended a session, or a teardown may not have reached it.
+  const leftOpen = await stopOpenSessions(new Ledger(ledgerFile(settings.reportsDir)), settings, (entry) => !entry.embedded);
   if (leftOpen.stopped.length) console.log(`Stopped ${leftOpen.stopped.length} session(s) the run left:\n  ${leftOpen.stopped.join('\n  ')}`);
   if (leftOpen.failed.length)
     console.error(`Could not stop ${leftOpen.failed.length} session(s):\n  ${leftOpen.failed.join('\n  ')}\nRun \`${NAME} cleanup\` to try again.`);
@@ -320,8 +310,6 @@ async function finish(settings: Settings, signalled: string | undefined, allure:
   if ((signalled || leftOpen.failed.length) && summary.exitCode !== EXIT_CODES.fail) return EXIT_CODES.error;
   return summary.exitCode;
 }
-
-const TARGET_STOPPED_ANSWERING = 'the target stopped answering';
 
 /** NODE_OPTIONS that preload the code cache of Playwright's bundles (src/code-cache.cjs) into its processes. */
 function withCodeCache(options = ''): string {
@@ -360,7 +348,7 @@ function runPlaywright(args: string[], settings: Settings): Promise<string | und
     const watch = setInterval(() => {
       if (signalled || !existsSync(hang) || existsSync(ending)) return;
       clearInterval(watch);
-      signalled = TARGET_STOPPED_ANSWERING;
+      signalled = 'the target stopped answering';
       console.error(
         `\nThe target stopped answering: ${readFileSync(hang, 'utf8')}\nEnding the run, an error of the run (exit 2; 1 if a failure was found): its teardown stops the sessions it created…`,
       );

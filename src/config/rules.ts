@@ -82,6 +82,7 @@ export const RULES = {
       'basic-scheme': should(REFUSAL),
       'token-scheme': should(REFUSAL),
       'lower-case-bearer': should(STATUS_AND_SCHEMA),
+      'lower-case-header-name': must(['status']),
       'reveals-nothing': should(['refused', 'reveals-nothing']),
     },
   },
@@ -158,7 +159,6 @@ export const OPENS: Partial<Record<TestId, { sessions: number; jobs?: number }>>
   'billing/past-a-minute': { sessions: 1 },
   'billing/long-hold': { sessions: 1 },
   'billing/medium-hold': { sessions: 1 },
-  'authentication/lower-case-bearer': { sessions: 1 },
   // Two live sessions go into the burst: the second is its spare, should the first stop get through.
   'rate-limit/burst': { sessions: 2 },
   'stop-is-final/simultaneous-stops': { sessions: 1 },
@@ -194,6 +194,7 @@ export const SHARED: { tests: TestId[]; sessions: number; jobs?: number }[] = [
     sessions: 1,
     jobs: 1,
   },
+  { tests: ['authentication/lower-case-bearer', 'authentication/lower-case-header-name'], sessions: 1 },
   // An interact on the stopped session may open a second.
   { tests: ['stop-is-final/second-stop', 'stop-is-final/final-for-everyone', 'stop-is-final/interact-after-stop'], sessions: 2 },
 ];

@@ -11,6 +11,8 @@ export interface Identity {
   role?: string;
   /** The full `Authorization` value, or undefined to send no such header. */
   authorization?: string;
+  /** The header's name as sent: `Authorization`, as the specification writes it, unless a test sends it otherwise. */
+  header?: string;
   /** Only the owner's answers settle a session in the ledger. */
   owner?: true;
   /** The team whose rate limit a request with a valid key counts against (the back-off queue is per team). */
@@ -34,7 +36,8 @@ export type IdentityName =
   | 'keyTruncated'
   | 'basicScheme'
   | 'tokenScheme'
-  | 'lowerCaseBearer';
+  | 'lowerCaseBearer'
+  | 'lowerCaseHeader';
 
 /** The owner's key with the case of every letter swapped, or undefined when it has no letter. */
 export function caseChanged(key: string): string | undefined {
@@ -69,6 +72,7 @@ export function callersFor(
     basicScheme: { name: "owner's key under Basic", authorization: `Basic ${apiKey}`, ...schemeWord },
     tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}`, ...schemeWord },
     lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${apiKey}`, team: 'owner' },
+    lowerCaseHeader: { name: "owner's key under a lower-case header name", authorization: `Bearer ${apiKey}`, header: 'authorization', team: 'owner' },
     ...(burstApiKey ? { burst: { name: 'burst team', authorization: `Bearer ${burstApiKey}`, owner: true as const, team: 'burst' } } : {}),
   };
   for (const [role, identity] of Object.entries(callers)) identity.role = role;

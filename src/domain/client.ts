@@ -333,7 +333,7 @@ async function sendOnce(
   attempts: number,
   agent?: http.Agent,
 ): Promise<Answer> {
-  const headers: Record<string, string> = as.authorization === undefined ? {} : { authorization: as.authorization };
+  const headers: Record<string, string> = as.authorization === undefined ? {} : { [as.header ?? 'Authorization']: as.authorization };
   let raw: RawAnswer;
   const send = (on?: http.Agent) =>
     exchange(target.baseURL + path, { method, headers, data, timeoutMs: settings.requestTimeoutMs, maxBodyBytes: settings.maxBodyBytes, signal, agent: on });

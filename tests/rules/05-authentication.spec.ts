@@ -1,7 +1,7 @@
 import { notVerifiable } from '../../src/checks/checks';
 import { spec } from '../../src/config/rules';
 import { AUTH_REFUSALS, judgedInChain } from '../../src/domain/chain-members';
-import { judge } from '../../src/domain/named-checks';
+import { lowerCase } from '../../src/domain/lower-case';
 import { test } from '../../src/playwright/fixtures';
 
 // In order, in one worker: whichever of the chain's tests asks first runs it, and the others read it (refusal-chain.ts, chain-members.ts).
@@ -19,12 +19,10 @@ test.describe(() => {
     });
 });
 
-test(
-  "a stop with the owner's key under a lower-case bearer scheme is accepted with 200",
-  spec('authentication/lower-case-bearer'),
-  async ({ api, session, identities, check }) => {
-    const stop = await test.step('the owner stops the session with "bearer <key>"', () => api.stop(session.jobId, identities.lowerCaseBearer));
-    await check('status', judge.status(stop, 200, 'auth schemes are case-insensitive (RFC 9110 §11.1)'));
-    await check('schema', judge.schema(stop, 'stop-result'));
-  },
-);
+// One session: an interact under the header name in lower case, then a stop under the scheme word in lower case (lower-case.ts).
+const lowerCaseTests = [
+  { id: 'authentication/lower-case-header-name' as const, title: 'an interact with the owner\'s key under the header name "authorization" is accepted' },
+  { id: 'authentication/lower-case-bearer' as const, title: "a stop with the owner's key under a lower-case bearer scheme is accepted with 200" },
+];
+for (const { id, title } of lowerCaseTests)
+  test(title, spec(id), async ({ api, sessions, identities, settings, check }) => lowerCase({ api, sessions, identities, settings, check }, id));
