@@ -3,6 +3,8 @@
  * sequences rule's share of what the budget leaves, the scrapes behind them, and credits at the
  * target's price. The run never opens a session past SESSION_BUDGET (coordination/budget.ts).
  */
+
+import type { Rate } from '../config/rates';
 import { OPENS, RULE_IDS, type RuleId, ruleOf, SHARED, TEST_IDS, type TestId } from '../config/rules';
 import type { Settings } from '../config/settings';
 import { CREDITS_PER_MINUTE, chargeUnder } from './billing';
@@ -59,6 +61,17 @@ const priceOf = (settings: Pick<Settings, 'declaredBilling'>, ms: number) =>
 export const capFill = (settings: Pick<Settings, 'sessionCap'>, stated = settings.sessionCap) =>
   stated === undefined ? MOST_AT_ONCE + 1 : stated < MOST_AT_ONCE ? stated + 1 : 0;
 
+/** Below this many requests a minute a plan is limited: each request of the sequences search holds up the whole run. */
+const LIMITED_PLAN_PER_MINUTE = 60;
+/** Requests every 1-step pattern of the search takes at most: seven kinds, each from a fresh session with its stop (systematic.ts). */
+const ONE_STEP_REQUESTS = 21;
+
+/** On a limited plan, the most the sequences search sends: one minute of the team's limit (every 1-step pattern runs whatever it costs). */
+export function limitedPlanRequests(rate: Omit<Rate, 'from'> | undefined): number {
+  const perMinute = rate ? (rate.limit * 60_000) / rate.windowMs : Number.POSITIVE_INFINITY;
+  return perMinute < LIMITED_PLAN_PER_MINUTE ? Math.floor(perMinute) : Number.POSITIVE_INFINITY;
+}
+
 export function predict(settings: Settings): Prediction {
   const tests = chosenTests(settings);
   const underCap = tests.includes('stop-is-final/simultaneous-opens') ? capFill(settings) : 0;
@@ -77,7 +90,8 @@ export function predict(settings: Settings): Prediction {
       priceOf(settings, SESSION_LIFE_MS) * (sessions - minute) +
       SCRAPE_CREDITS * (sessions + jobs + 1);
     const rest = tests.filter((id) => id !== 'sequences/random-histories' && !id.startsWith('rate-limit/')).length;
-    const sequenceRequests = Math.min(settings.sequenceBudget, sequences * SEQUENCE_REQUESTS_PER_SESSION);
+    const planned = Math.max(limitedPlanRequests(settings.rateLimit), ONE_STEP_REQUESTS);
+    const sequenceRequests = Math.min(settings.sequenceBudget, sequences * SEQUENCE_REQUESTS_PER_SESSION, planned);
     const requests: Record<string, number> = {
       'owner team': rest + OWNER_REQUESTS_PER_SESSION * (sessions - sequences),
       'foreign team': FOREIGN_REQUESTS_PER_TEST * rest,
@@ -104,7 +118,12 @@ export function predict(settings: Settings): Prediction {
       ...(rate
         ? {
             minutes: Math.ceil(
-              (requests['owner team'] / rate.limit) * (rate.windowMs / 60_000) + (sequences >= SEARCH_LEAST_SESSIONS ? settings.sequenceSeconds / 60 : 0),
+              (requests['owner team'] / rate.limit) * (rate.windowMs / 60_000) +
+                (sequences < SEARCH_LEAST_SESSIONS
+                  ? 0
+                  : Number.isFinite(planned)
+                    ? ((planned / rate.limit) * rate.windowMs) / 60_000
+                    : settings.sequenceSeconds / 60),
             ),
           }
         : {}),

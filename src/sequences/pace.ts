@@ -6,6 +6,7 @@
 import type { RunError } from '../config/errors';
 import type { Coordination } from '../coordination/coordination';
 import { JOB_OF_PATH } from '../domain/answer';
+import { limitedPlanRequests } from '../domain/budget';
 import type { Client } from '../domain/client';
 
 /**
@@ -78,6 +79,9 @@ const CLEAN_TO_GROW = 50;
 /** How often a lane the pacer has paused asks again. */
 export const LANE_PAUSE_MS = 100;
 
+/** The most requests the search sends in all on a limited plan, as far as the run knows the team's rate (budget.ts). */
+export const planCeiling = (coordination: Coordination | undefined, team: string) => limitedPlanRequests(coordination?.schedule(team, 'interact').rate());
+
 /** Requests to the rate-limited endpoints (stop and interact) a phase of the search may send, and until when. */
 export class Budget {
   spent = 0;
@@ -87,18 +91,23 @@ export class Budget {
   outOfTime = false;
   /** Set once the search's share of the session budget was spent. */
   outOfSessions = false;
+  /** Set once a limited plan's ceiling was reached (planCeiling). */
+  outOfPlan = false;
 
+  /** `ceiling`: the most this phase may spend in all, as it stands now. */
   constructor(
     public left: number,
     readonly until: number,
     private readonly pacer: Pacer,
+    private readonly ceiling: () => number = () => Number.POSITIVE_INFINITY,
   ) {}
 
   /** Whether `requests` more are allowed and fit in the time left (the first only while time is left); never once the search was halted or its time is up. */
   affords(requests: number): boolean {
     // The first is sent whatever the pace foretells (a busy machine, a slow plan): a search of nothing tells nothing.
     if (performance.now() + (this.spent ? this.pacer.expectedMs(requests) : 0) > this.until) this.outOfTime = true;
-    return !this.halted && !this.outOfTime && !this.outOfSessions && this.left >= requests;
+    if (this.spent + requests > this.ceiling()) this.outOfPlan = true;
+    return !this.halted && !this.outOfTime && !this.outOfSessions && !this.outOfPlan && this.left >= requests;
   }
 
   spend(requests: number): void {

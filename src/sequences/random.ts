@@ -15,7 +15,7 @@ export async function exploreHistories(options: ExploreOptions & { seed: number;
   const { seed, runs } = options;
   // Loaded here, not with the module: only the worker that runs this rule needs it.
   const fc = await import('fast-check');
-  const budget = new Budget(options.requests, options.until, options.pacer);
+  const budget = new Budget(options.requests, options.until, options.pacer, options.ceiling);
   const state = phaseState();
   const steps = stepsFor(fc, budget, options.settings.durationToleranceMs);
   let lastFailure: { history: History; failure: HistoryFailure } | undefined;

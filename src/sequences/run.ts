@@ -10,9 +10,9 @@ import type { Client } from '../domain/client';
 import type { Ledger } from '../domain/ledger';
 import { Sessions } from '../domain/sessions';
 import type { Identities } from '../domain/target';
-import { type Pacer, pacerFor } from './pace';
+import { type Pacer, pacerFor, planCeiling } from './pace';
 import { exploreHistories } from './random';
-import type { Exploration } from './search';
+import { type Exploration, PLAN_STOP } from './search';
 import { REQUESTS_FOR_EVERY_THREE_STEP_PATTERN, SESSIONS_FOR_EVERY_THREE_STEP_PATTERN, searchSystematically } from './systematic';
 
 /** The systematic phase's share of the rule's time and requests; the random histories have the rest. */
@@ -64,7 +64,11 @@ export async function searchHistories({ api, identities, settings, ledger, testI
   if (!settings.selectedRules || settings.selectedRules.includes('stop-is-final'))
     allowance.left = Math.max(0, allowance.left - Math.max(0, capFill(settings, openSessions().statedCap()) - capFill(settings)));
   const granted = allowance.left;
-  const options = { api: paced, openSessions, identities, settings, pacer, tracePosition };
+  // On a limited plan, one minute of the team's limit for the whole search (pace.ts planCeiling).
+  const spent = () => explored.reduce((sum, exploration) => sum + exploration.requests, 0);
+  const ceiling = () => planCeiling(api.coordination, identities.owner.team ?? identities.owner.name) - spent();
+  const options = { api: paced, openSessions, identities, settings, pacer, tracePosition, ceiling };
+  const explored: Exploration[] = [];
   if (share < SEARCH_LEAST_SESSIONS)
     notVerifiable(
       `the session budget (${budget}) leaves the sequences rule ${share} session(s) after the rules' own tests (${needed}): SESSION_BUDGET=${needed + 12} lets it search`,
@@ -73,7 +77,7 @@ export async function searchHistories({ api, identities, settings, ledger, testI
     `run every short pattern of steps over one session (at most ${Math.round(SYSTEMATIC_SHARE * settings.sequenceSeconds)} s)`,
     () => searchSystematically({ ...options, requests: requests * SYSTEMATIC_SHARE, until: started + SYSTEMATIC_SHARE * (until - started) }),
   );
-  const explored: Exploration[] = [systematic];
+  explored.push(systematic);
   for (const [index, seed] of seeds.entries()) {
     if (explored.some((exploration) => exploration.failure)) break;
     const left = (requests - explored.reduce((sum, exploration) => sum + exploration.requests, 0)) / (seeds.length - index);
@@ -93,7 +97,10 @@ export async function searchHistories({ api, identities, settings, ledger, testI
   const steps = explored.reduce((sum, exploration) => sum + exploration.steps, 0);
   const searched =
     `${histories} histories, ${steps} steps, ${explored.reduce((sum, exploration) => sum + exploration.requests, 0)} requests to stop and interact in ${((performance.now() - started) / 1000).toFixed(1)} s` +
-    ` (${waitsOf(pacer)}), ${granted - allowance.left} of its ${granted} session(s); systematic phase: ${systematic.covered}`;
+    ` (${waitsOf(pacer)}), ${granted - allowance.left} of its ${granted} session(s); systematic phase: ${systematic.covered}` +
+    (explored.some((exploration) => exploration.stoppedAt === PLAN_STOP)
+      ? `; it stopped at ${PLAN_STOP} (${planCeiling(api.coordination, identities.owner.team ?? identities.owner.name)} requests)`
+      : '');
   note(`searched ${searched}`);
   // Nothing searched (its time or its sessions ran out before a first history, at a slow plan's pace): no verdict.
   if (!histories) notVerifiable(`no history fit in the rule's time and sessions at this target's pace: searched ${searched}; raise SEQUENCE_SECONDS`);

@@ -61,6 +61,8 @@ export interface ExploreOptions {
   pacer: Pacer;
   /** Requests to stop and interact this phase may send. */
   requests: number;
+  /** The most it may send in all as the plan stands now (pace.ts planCeiling, less what earlier phases sent). */
+  ceiling: () => number;
   /** performance.now() past which no history starts or goes on. */
   until: number;
   /** How many requests the test's trace holds: where a history's begin and end. */
@@ -73,6 +75,9 @@ export function phaseState() {
 }
 
 /** The figures of a phase, with its charges judged: shared by both phases. */
+/** Why a phase stopped on a limited plan (pace.ts planCeiling). */
+export const PLAN_STOP = "one minute of the team's limited plan";
+
 export function finish(phase: Exploration['phase'], state: ReturnType<typeof phaseState>, budget: Budget, replay: string): Exploration {
   const exploration: Exploration = {
     phase,
@@ -81,7 +86,7 @@ export function finish(phase: Exploration['phase'], state: ReturnType<typeof pha
     requests: budget.spent,
     durationsExamined: state.examined.durations,
     chargesExamined: state.examined.charges,
-    ...(budget.outOfTime ? { stoppedAt: 'SEQUENCE_SECONDS' } : {}),
+    ...(budget.outOfTime ? { stoppedAt: 'SEQUENCE_SECONDS' } : budget.outOfPlan ? { stoppedAt: PLAN_STOP } : {}),
   };
   const unprorated = state.charges.find((charge) => !charge.declared);
   const declared = state.charges.find((charge) => charge.declared);

@@ -118,7 +118,7 @@ function coverageLine(covered: Map<number, Set<string>>): string {
  * several at once while the target shows no limit. Deterministic: it needs no seed.
  */
 export async function searchSystematically(options: ExploreOptions): Promise<Exploration> {
-  const budget = new Budget(options.requests, options.until, options.pacer);
+  const budget = new Budget(options.requests, options.until, options.pacer, options.ceiling);
   const state = phaseState();
   const covered = new Map<number, Set<string>>();
   const holdMs = options.settings.durationToleranceMs + 10;
@@ -253,7 +253,7 @@ export async function searchSystematically(options: ExploreOptions): Promise<Exp
     budget.outOfSessions ||= oneStep.outOfSessions;
   };
   if (options.pacer.limited) await (everyKindFirst = everyKind());
-  for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime; depth++)
+  for (let depth = 3; depth <= MAX_DEPTH && !failure && !budget.halted && !budget.outOfTime && !budget.outOfPlan; depth++)
     if (!(await runPatterns(patternsOfDepth(depth), budget, true))) break;
   await everyKind();
   failure ??= besides;
