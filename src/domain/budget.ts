@@ -102,8 +102,8 @@ export function predict(settings: Settings): Prediction {
     const bursts: Record<string, number> = {};
     const burstTeam = settings.burstApiKey || settings.embedded ? 'burst team' : 'owner team';
     if (tests.includes('rate-limit/burst')) bursts[burstTeam] = burst;
-    // teams-apart spends the owner's limit as the burst does, last of all.
-    if (tests.includes('rate-limit/teams-apart')) bursts['owner team'] = (bursts['owner team'] ?? 0) + burst;
+    // teams-apart spends the foreign team's limit as the burst does, last of all.
+    if (tests.includes('rate-limit/teams-apart')) bursts['foreign team'] = (bursts['foreign team'] ?? 0) + burst;
     return {
       sessions,
       sequences,

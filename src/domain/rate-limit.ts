@@ -176,9 +176,10 @@ export async function ownLimit(
 }
 
 /**
- * After every other test: the owner spends its limit (stops of no job until a 429, as the burst
- * does), and at each of its refusals the foreign team, whose plan showed room, stops no job beside
- * it. A limit shared between the two teams (one per plan, per address) refuses the foreign team too.
+ * After every other test: the foreign team spends its limit (stops of no job until a 429, as the
+ * burst does the owner's), and at each of its refusals the owner team, whose plan showed room, stops
+ * no job beside it: limits seen from the other side. A limit shared between the two teams (one per
+ * plan, per address) refuses the owner too.
  */
 export async function teamsApart({
   api,
@@ -191,27 +192,28 @@ export async function teamsApart({
   settings: Settings;
   coordination: Coordination;
 }) {
-  const { owner, foreign } = identities;
-  const theirWindow = coordination.schedule(teamOf(foreign), 'interact');
+  // The foreign team drains; the owner, whose limit paces the rest of the run, spends only its pairs.
+  const { foreign: drains, owner: served } = identities;
+  const servedWindow = coordination.schedule(teamOf(served), 'interact');
   // Room for its stop before and two pairs at least, where its rate is known: the run's own requests may have filled its window. Where
   // it is not, its limit was never met in the run: MOST_PAIRS stops of no job are a small part of any plan's.
   const until = performance.now() + settings.backoffBudgetMs;
-  while ((theirWindow.room() ?? 3) < 3) {
+  while ((servedWindow.room() ?? 3) < 3) {
     if (performance.now() > until)
-      return { untold: `the ${foreign.name}'s window had no room for 3 requests within BACKOFF_BUDGET_MS (${settings.backoffBudgetMs} ms)` };
-    await sleep(Math.min(1000, theirWindow.rate()!.windowMs / 4), undefined, { signal: api.signal });
+      return { untold: `the ${served.name}'s window had no room for 3 requests within BACKOFF_BUDGET_MS (${settings.backoffBudgetMs} ms)` };
+    await sleep(Math.min(1000, servedWindow.rate()!.windowMs / 4), undefined, { signal: api.signal });
   }
-  const before = await api.stop(randomUUID(), foreign, { on429: 'once' });
-  if (before.status === 429) return { untold: `the ${foreign.name}'s plan had no room: its stop before was answered 429` };
-  const { room, concurrency } = widthOf(coordination, owner, settings);
-  const theirs = theirWindow.room() ?? MOST_PAIRS;
+  const before = await api.stop(randomUUID(), served, { on429: 'once' });
+  if (before.status === 429) return { untold: `the ${served.name}'s plan had no room: its stop before was answered 429` };
+  const { room, concurrency } = widthOf(coordination, drains, settings);
+  const theirs = servedWindow.room() ?? MOST_PAIRS;
   const sent = await step(
-    `the ${owner.name} stops unknown jobs, ${concurrency} at a time, until its first 429; at a 429, the ${foreign.name} stops one beside it`,
+    `the ${drains.name} stops unknown jobs, ${concurrency} at a time, until its first 429; at a 429, the ${served.name} stops one beside it`,
     () =>
       sendBurst({
         api,
-        team: owner,
-        others: [{ as: foreign, room: theirs }],
+        team: drains,
+        others: [{ as: served, room: theirs }],
         candidates: [],
         concurrency,
         planned: room !== undefined,
@@ -220,10 +222,10 @@ export async function teamsApart({
       }),
   );
   if (!sent.answers.some((answer) => answer.status === 429))
-    return { untold: `the ${owner.name} met no limit in ${sent.answers.length} requests over ${(sent.burstMs / 1000).toFixed(1)} s` };
+    return { untold: `the ${drains.name} met no limit in ${sent.answers.length} requests over ${(sent.burstMs / 1000).toFixed(1)} s` };
   if (!sent.others.length)
     return {
-      untold: `no stop of the ${owner.name} beside the ${foreign.name}'s was refused (a window began between), in at most ${Math.min(MOST_PAIRS, theirs)} pair(s), as the ${foreign.name}'s room allowed`,
+      untold: `no stop of the ${drains.name} beside the ${served.name}'s was refused (a window began between), in at most ${Math.min(MOST_PAIRS, theirs)} pair(s), as the ${served.name}'s room allowed`,
     };
   return { during: sent.others.map(({ as, answer }) => ({ as: { name: as.name }, answer })) };
 }
