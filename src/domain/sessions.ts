@@ -97,6 +97,7 @@ export interface SessionsOptions {
 
 /** How long after its scrape's answer the target last found a new job, where it did not at once: told to every worker. */
 const PROVISIONING_LAG = 'provisioning-lag';
+const FIRST_INTERACT = 'first-interact-answered';
 
 /** The sessions of one test (or one history of the sequences rule): provisioned, used, and stopped afterwards. */
 export class Sessions {
@@ -381,41 +382,45 @@ export class Sessions {
         giveBackSession();
         throw error;
       }));
-    await this.written(scrape).catch((error) => {
+    const release = await this.written(scrape).catch((error) => {
       giveBackSession();
       throw error;
     });
     let opens: Answer[];
     let notYet: number | undefined;
-    for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
-      opens = await Promise.all(
-        Array.from({ length: count }, async () => {
-          const opening = openingOf(this.options, owner, jobId, true);
-          // `once`: a 429 is the answer, not waited out.
-          const answer = await api
-            .send({
-              method: 'POST',
-              path: interactPath(jobId),
-              as: owner,
-              data: INTERACT_BODY,
-              onAttempt: opening.onAttempt,
-              opens: true,
-              ...(once ? { on429: 'once' as const } : { giveUpOn429: opening.giveUpOn429 }),
-            })
-            .catch((error) => {
-              opening.ended(lastStatusOf(error));
-              throw error;
-            });
-          opening.ended(answer.status);
-          return answer;
-        }),
-      );
-      if (opens.some((answer) => answer.status !== 404) || performance.now() + wait > until) break;
-      countProvisioningRetry();
-      notYet = Math.max(...opens.map((answer) => answer.receivedAt));
-      await sleep(wait, undefined, { signal: this.options.signal });
+    try {
+      for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
+        opens = await Promise.all(
+          Array.from({ length: count }, async () => {
+            const opening = openingOf(this.options, owner, jobId, true);
+            // `once`: a 429 is the answer, not waited out.
+            const answer = await api
+              .send({
+                method: 'POST',
+                path: interactPath(jobId),
+                as: owner,
+                data: INTERACT_BODY,
+                onAttempt: opening.onAttempt,
+                opens: true,
+                ...(once ? { on429: 'once' as const } : { giveUpOn429: opening.giveUpOn429 }),
+              })
+              .catch((error) => {
+                opening.ended(lastStatusOf(error));
+                throw error;
+              });
+            opening.ended(answer.status);
+            return answer;
+          }),
+        );
+        if (opens.some((answer) => answer.status !== 404) || performance.now() + wait > until) break;
+        countProvisioningRetry();
+        notYet = Math.max(...opens.map((answer) => answer.receivedAt));
+        await sleep(wait, undefined, { signal: this.options.signal });
+      }
+      if (opens.some((answer) => answer.status !== 404)) this.learnLag(scrape, notYet);
+    } finally {
+      release();
     }
-    if (opens.some((answer) => answer.status !== 404)) this.learnLag(scrape, notYet);
     if (opens.some((answer) => answer.status === 200)) this.live.push({ jobId, owner }), countSession();
     else giveBackSession();
     return { jobId, opens };
@@ -498,38 +503,42 @@ export class Sessions {
     const { api } = this.options;
     const { jobId, scrape } = job ?? (await this.scrape(true, quiet, owner));
     if (gapMs > 0 && !job) await sleep(gapMs, undefined, { signal: this.options.signal });
-    await this.written(scrape);
+    const release = await this.written(scrape);
     let interact: Answer;
     let opening: Opening;
     let notYet: number | undefined;
-    // A job the target writes after answering its scrape (the hosted service does) may not be found at once: 404 is tried again, PROVISIONING_RACE_MS at most.
-    for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
-      opening = openingOf(this.options, owner, jobId, true);
-      tried.sent = true;
-      interact = await api
-        .send({
-          method: 'POST',
-          path: interactPath(jobId),
-          as: owner,
-          data: INTERACT_BODY,
-          attach: !quiet,
-          giveUpOn429: opening.giveUpOn429,
-          onAttempt: opening.onAttempt,
-          opens: true,
-          provisions: true,
-        })
-        .catch((error) => {
-          opening.ended(lastStatusOf(error));
-          throw error;
-        });
-      tried.status = interact.status;
-      opening.ended(interact.status);
-      if (interact.status !== 404 || performance.now() + wait > until) break;
-      countProvisioningRetry();
-      notYet = interact.receivedAt;
-      await sleep(wait, undefined, { signal: this.options.signal });
+    try {
+      // A job the target writes after answering its scrape (the hosted service does) may not be found at once: 404 is tried again, PROVISIONING_RACE_MS at most.
+      for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
+        opening = openingOf(this.options, owner, jobId, true);
+        tried.sent = true;
+        interact = await api
+          .send({
+            method: 'POST',
+            path: interactPath(jobId),
+            as: owner,
+            data: INTERACT_BODY,
+            attach: !quiet,
+            giveUpOn429: opening.giveUpOn429,
+            onAttempt: opening.onAttempt,
+            opens: true,
+            provisions: true,
+          })
+          .catch((error) => {
+            opening.ended(lastStatusOf(error));
+            throw error;
+          });
+        tried.status = interact.status;
+        opening.ended(interact.status);
+        if (interact.status !== 404 || performance.now() + wait > until) break;
+        countProvisioningRetry();
+        notYet = interact.receivedAt;
+        await sleep(wait, undefined, { signal: this.options.signal });
+      }
+      if (interact.status !== 404) this.learnLag(scrape, notYet);
+    } finally {
+      release();
     }
-    if (interact.status !== 404) this.learnLag(scrape, notYet);
     if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening.cap!, interact.refusal?.cap), { jobId, scrape });
     if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
@@ -537,11 +546,23 @@ export class Sessions {
     return { jobId, scrape, created: interact, owner };
   }
 
-  /** A target that wrote its last job late is given as long after this job's scrape: a 404 tried again is a request of the limit spent. */
-  private async written(scrape: Answer): Promise<void> {
+  /**
+   * A target that wrote its last job late is given as long after this job's scrape: a 404 tried again is a request of the limit spent.
+   * The run's first interact goes alone, the others waiting for its answer: until then nobody knows that lag. Returns what ends its turn.
+   */
+  private async written(scrape: Answer): Promise<() => void> {
+    const turn: { lead?: () => void } = {};
+    const first = this.options.api.coordination?.readOnce(
+      FIRST_INTERACT,
+      () => new Promise<boolean>((resolve) => (turn.lead = () => resolve(true))),
+      PROVISIONING_RACE_MS,
+      this.options.signal,
+    );
+    if (!turn.lead) await first;
     const learnt = this.options.api.coordination?.readShared<number>(PROVISIONING_LAG);
     const lag = (typeof learnt === 'number' ? learnt : 0) - (performance.now() - scrape.receivedAt);
     if (lag > 0) await sleep(lag, undefined, { signal: this.options.signal });
+    return turn.lead ?? (() => {});
   }
 
   /**
