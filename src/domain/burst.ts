@@ -5,6 +5,7 @@
  * the first got through), so that a throttled stop is there to check.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Settings } from '../config/settings';
 import { type Answer, type Client, interactPath } from './client';
 import type { Session } from './sessions';
@@ -28,6 +29,9 @@ export interface Burst {
 }
 
 const AHEAD_OF_A_STOP = 5;
+/** A slow start's first lanes, and how long each width runs before it doubles. */
+const SLOW_START_LANES = 8;
+const SLOW_START_MS = 200;
 
 export async function sendBurst({
   api,
@@ -38,6 +42,7 @@ export async function sendBurst({
   planned,
   settings,
   windowAhead = false,
+  slowStart = false,
 }: {
   api: Client;
   team: Identity;
@@ -50,6 +55,8 @@ export async function sendBurst({
   settings: Pick<Settings, 'burstRequests' | 'burstSeconds'>;
   /** Ahead of each pair, as many of the team's stops as its window admitted before the first 429: a window that began just before the pair is full again by the time the pair's own stop arrives. */
   windowAhead?: boolean;
+  /** A few lanes at first, twice as many each SLOW_START_MS until the first 429: a small plan's limit is met with a few refusals, not a wave of them. */
+  slowStart?: boolean;
 }): Promise<Burst> {
   const unknown = interactPath(randomUUID());
   const answers: Answer[] = [];
@@ -137,7 +144,13 @@ export async function sendBurst({
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, settings.burstRequests) }, lane));
+  const width = Math.min(concurrency, settings.burstRequests);
+  const lanes = Array.from({ length: slowStart ? Math.min(width, SLOW_START_LANES) : width }, lane);
+  while (lanes.length < width && !done() && !answers.some((answer) => answer.status === 429)) {
+    await sleep(SLOW_START_MS, undefined, { signal: api.signal });
+    lanes.push(...Array.from({ length: Math.min(lanes.length, width - lanes.length) }, lane));
+  }
+  await Promise.all(lanes);
   await Promise.all([pending, ...[...pairs.values()].map((pair) => pair.pending)]);
   const burstMs = Math.round(performance.now() - started);
   return { answers, others: [...pairs].flatMap(([as, pair]) => (pair.answer ? [{ as, answer: pair.answer }] : [])), stops, lost, burstMs };

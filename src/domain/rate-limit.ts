@@ -208,7 +208,7 @@ export async function teamsApart({
   const { room, concurrency } = widthOf(coordination, drains, settings);
   const theirs = servedWindow.room() ?? MOST_PAIRS;
   const sent = await step(
-    `the ${drains.name} stops unknown jobs, ${concurrency} at a time, until its first 429; at a 429, the ${served.name} stops one beside it`,
+    `the ${drains.name} stops unknown jobs, ${concurrency} at a time${room === undefined ? ' (8 at first, twice as many each 200 ms)' : ''}, until its first 429; at a 429, the ${served.name} stops one beside it`,
     () =>
       sendBurst({
         api,
@@ -219,6 +219,8 @@ export async function teamsApart({
         planned: room !== undefined,
         settings,
         windowAhead: true,
+        // Its rate unknown: a small plan's limit met with a few refusals.
+        slowStart: room === undefined,
       }),
   );
   if (!sent.answers.some((answer) => answer.status === 429))
