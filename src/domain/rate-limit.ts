@@ -11,14 +11,37 @@ import type { Settings } from '../config/settings';
 import type { Coordination } from '../coordination/coordination';
 import { marginMs } from '../coordination/schedule';
 import { epochOf } from '../http/exchange';
+import { readRefusal } from '../http/limits';
 import { MOST_PAIRS, otherTeams, sendBurst } from './burst';
-import type { Answer, Client } from './client';
+import { type Answer, type Client, summary } from './client';
 import { holdBeforeMs } from './refusals';
 import { type OwnLimit, statedRate } from './run-judges';
 import type { Sessions } from './sessions';
 import type { Identities, Identity } from './target';
 
 const teamOf = (as: Identity) => as.team ?? as.name;
+
+/**
+ * Pairs whose refusal the team's own traffic explains, by the refusal's own words: the limiter's count
+ * ("Consumed: N", this request included) is no more than the run's own requests in the window named,
+ * refused ones too, or those reach the limit the words state. Only the others say anything of a limit
+ * shared between teams; a rate the run learnt is no evidence here, since the refusal may have taught it.
+ */
+export function ownTraffic<T extends { as: Identity; answer: Answer }>(coordination: Coordination, pairs: T[]): { others: T[]; explained: string[] } {
+  const explained: string[] = [];
+  const others = pairs.filter(({ as, answer }) => {
+    const words = answer.refusal ?? readRefusal(answer.text, answer.headers);
+    const windowMs = words.limit?.windowMs ?? words.windowMs;
+    if (answer.status !== 429 || !windowMs) return true;
+    const at = epochOf(answer.sentAt);
+    const own = coordination.schedule(teamOf(as), 'interact').sentBetween(at - windowMs - marginMs(windowMs), at);
+    const byOwn = words.consumed !== undefined ? words.consumed <= own + 1 : words.limit !== undefined && own >= words.limit.limit;
+    if (byOwn)
+      explained.push(`the ${as.name}'s refusal (${summary(answer)}) came after ${own} request(s) of its own within the window its words name: not compared`);
+    return !byOwn;
+  });
+  return { others, explained };
+}
 /** Where a team's rate is unknown, `pairs` of its requests, or none where its limit refused the run's own in the last minute: its window may be full. */
 const roomUnknown = (coordination: Coordination, as: Identity, pairs: number) =>
   coordination.schedule(teamOf(as), 'interact').refusedSince(Date.now() - 60_000) ? 0 : pairs;
@@ -120,8 +143,11 @@ export async function burstExperiment({
   // Another client of the team (ACCOUNT_CHECK=0) sends what the run cannot count.
   const sentIn = (from: number, to: number) => coordination.sentBy(teamOf(team), epochOf(from), epochOf(to));
   const rooms = () => otherTeams(identities, team).map((as) => ({ as, room: coordination.schedule(teamOf(as), 'interact').room() }));
+  const { others, explained } = ownTraffic(coordination, burst.others);
+  for (const line of explained) note(`teams-isolated: ${line}`);
   return {
     ...burst,
+    others,
     team,
     teamValues,
     recover,
@@ -229,5 +255,8 @@ export async function teamsApart({
     return {
       untold: `no stop of the ${drains.name} beside the ${served.name}'s was refused (a window began between), in at most ${Math.min(MOST_PAIRS, theirs)} pair(s), as the ${served.name}'s room allowed`,
     };
-  return { during: sent.others.map(({ as, answer }) => ({ as: { name: as.name }, answer })) };
+  const { others, explained } = ownTraffic(coordination, sent.others);
+  for (const line of explained) note(`teams-isolated: ${line}`);
+  if (!others.length) return { untold: explained.join('; ') };
+  return { during: others.map(({ as, answer }) => ({ as: { name: as.name }, answer })) };
 }
