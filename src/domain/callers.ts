@@ -37,7 +37,8 @@ export type IdentityName =
   | 'basicScheme'
   | 'tokenScheme'
   | 'lowerCaseBearer'
-  | 'lowerCaseHeader';
+  | 'lowerCaseHeader'
+  | 'lowerCaseBoth';
 
 /** The owner's key with the case of every letter swapped, or undefined when it has no letter. */
 export function caseChanged(key: string): string | undefined {
@@ -73,6 +74,7 @@ export function callersFor(
     tokenScheme: { name: "owner's key under Token", authorization: `Token ${apiKey}`, ...schemeWord },
     lowerCaseBearer: { name: "owner's key under lower-case bearer", authorization: `bearer ${apiKey}`, team: 'owner' },
     lowerCaseHeader: { name: "owner's key under a lower-case header name", authorization: `Bearer ${apiKey}`, header: 'authorization', team: 'owner' },
+    lowerCaseBoth: { name: "owner's key under lower-case header name and bearer", authorization: `bearer ${apiKey}`, header: 'authorization', team: 'owner' },
     ...(burstApiKey ? { burst: { name: 'burst team', authorization: `Bearer ${burstApiKey}`, owner: true as const, team: 'burst' } } : {}),
   };
   for (const [role, identity] of Object.entries(callers)) identity.role = role;

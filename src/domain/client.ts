@@ -387,7 +387,7 @@ function describe(answer: Answer, { as, data }: SendOptions): string {
       method: answer.method,
       path: answer.path,
       identity: as.name,
-      headers: as.authorization === undefined ? {} : { authorization: redactAuthorization(as.authorization) },
+      headers: as.authorization === undefined ? {} : { [as.header ?? 'Authorization']: redactAuthorization(as.authorization) },
       body: data,
     },
     response: { status: answer.status, headers: answer.headers, body: answer.body ?? answer.text },

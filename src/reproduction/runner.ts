@@ -93,7 +93,7 @@ export async function reproduce(plan: Plan, env = process.env, print: (line: str
     for (let attempt = 1; ; attempt++) {
       const raw = await exchange(baseURL + path, {
         method: step.method,
-        headers: as.authorization === undefined ? {} : { authorization: as.authorization },
+        headers: as.authorization === undefined ? {} : { [as.header ?? 'Authorization']: as.authorization },
         data: step.data,
         timeoutMs: plan.limits.requestTimeoutMs,
         maxBodyBytes: plan.limits.maxBodyBytes,

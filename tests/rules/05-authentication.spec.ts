@@ -19,9 +19,9 @@ test.describe(() => {
     });
 });
 
-// One session: an interact under the header name in lower case, then a stop under the scheme word in lower case (lower-case.ts).
+// One session, stopped under the header name and the scheme word in lower case at once (lower-case.ts).
 const lowerCaseTests = [
-  { id: 'authentication/lower-case-header-name' as const, title: 'an interact with the owner\'s key under the header name "authorization" is accepted' },
+  { id: 'authentication/lower-case-header-name' as const, title: 'a stop with the owner\'s key under the header name "authorization" is accepted with 200' },
   { id: 'authentication/lower-case-bearer' as const, title: "a stop with the owner's key under a lower-case bearer scheme is accepted with 200" },
 ];
 for (const { id, title } of lowerCaseTests)
