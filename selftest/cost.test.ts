@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { addSpend, costOf, describeCost, mergeCosts, type Spend } from '../src/coordination/cost';
+import { limitedPlanRequests, ONE_STEP_REQUESTS } from '../src/domain/budget';
+import { REQUESTS_FOR_EVERY_ONE_STEP_PATTERN } from '../src/sequences/systematic';
 
 const at = (seconds: number) => 1_700_000_000_000 + seconds * 1000;
 
@@ -67,4 +69,11 @@ test("429s the team's own schedule did not earn add up across processes and shar
   assert.deepEqual(mergeCosts([cost, cost])!.unearned, { owner: 6 });
   // None met: no line.
   assert.doesNotMatch(describeCost(costOf({ sessions: 0, scrapes: 0, credits: 0, teams: { owner: owner() } }, 5_000)).join('\n'), /not earned/);
+});
+
+test("the prediction counts what every 1-step pattern of the sequences search takes, whatever a limited plan's ceiling", () => {
+  assert.equal(ONE_STEP_REQUESTS, REQUESTS_FOR_EVERY_ONE_STEP_PATTERN);
+  assert.equal(limitedPlanRequests({ limit: 10, windowMs: 60_000 }), 10);
+  assert.equal(limitedPlanRequests({ limit: 10, windowMs: 6_000 }), Number.POSITIVE_INFINITY);
+  assert.equal(limitedPlanRequests(undefined), Number.POSITIVE_INFINITY);
 });

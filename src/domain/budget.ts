@@ -64,7 +64,7 @@ export const capFill = (settings: Pick<Settings, 'sessionCap'>, stated = setting
 /** Below this many requests a minute a plan is limited: each request of the sequences search holds up the whole run. */
 const LIMITED_PLAN_PER_MINUTE = 60;
 /** Requests every 1-step pattern of the search takes at most: seven kinds, each from a fresh session with its stop (systematic.ts). */
-const ONE_STEP_REQUESTS = 21;
+export const ONE_STEP_REQUESTS = 21;
 
 /** On a limited plan, the most the sequences search sends: one minute of the team's limit (every 1-step pattern runs whatever it costs). */
 export function limitedPlanRequests(rate: Omit<Rate, 'from'> | undefined): number {

@@ -98,6 +98,8 @@ export interface SessionsOptions {
 /** How long after its scrape's answer the target last found a new job, where it did not at once: told to every worker. */
 const PROVISIONING_LAG = 'provisioning-lag';
 const FIRST_INTERACT = 'first-interact-answered';
+/** Whether this process saw the run's first interact answered, or waited for it as long as it may. */
+let firstAnswered = false;
 
 /** The sessions of one test (or one history of the sequences rule): provisioned, used, and stopped afterwards. */
 export class Sessions {
@@ -552,13 +554,20 @@ export class Sessions {
    */
   private async written(scrape: Answer): Promise<() => void> {
     const turn: { lead?: () => void } = {};
-    const first = this.options.api.coordination?.readOnce(
-      FIRST_INTERACT,
-      () => new Promise<boolean>((resolve) => (turn.lead = () => resolve(true))),
-      PROVISIONING_RACE_MS,
-      this.options.signal,
-    );
-    if (!turn.lead) await first;
+    if (!firstAnswered) {
+      // A waiter whose lead died takes the lead itself (readOnce): it stops waiting then.
+      let becameLead = () => {};
+      const leading = new Promise<void>((resolve) => (becameLead = resolve));
+      const lead = () =>
+        new Promise<boolean>((resolve) => {
+          turn.lead = () => ((firstAnswered = true), resolve(true));
+          becameLead();
+        });
+      const first = this.options.api.coordination?.readOnce(FIRST_INTERACT, lead, PROVISIONING_RACE_MS, this.options.signal);
+      if (!turn.lead) await Promise.race([first, leading]);
+      // Answered, or waited for as long as a job can take to be written: this process does not wait again.
+      if (!turn.lead) firstAnswered = true;
+    }
     const learnt = this.options.api.coordination?.readShared<number>(PROVISIONING_LAG);
     const lag = (typeof learnt === 'number' ? learnt : 0) - (performance.now() - scrape.receivedAt);
     if (lag > 0) await sleep(lag, undefined, { signal: this.options.signal });

@@ -29,13 +29,17 @@ export class Pacer {
   /** Requests answered without a 429 since the last one: every CLEAN_TO_GROW of them, one more history at once. */
   private clean = 0;
 
-  /** `perMinute`: the rate the run has met lately, if any; counted as one request's worth of experience. */
-  constructor(perMinute: number | undefined) {
+  /**
+   * `perMinute`: the rate the run has met lately, if any; counted as one request's worth of experience.
+   * `limitedPlan`: one history at a time, each kind first (a limited plan's ceiling, planCeiling).
+   */
+  constructor(perMinute: number | undefined, limitedPlan = false) {
     if (perMinute) {
       this.limit();
       this.requests = 1;
       this.totalMs = 60_000 / perMinute;
     }
+    if (limitedPlan) (this.limited = true), (this.lanes = 1);
   }
 
   private limit(): void {
@@ -106,8 +110,10 @@ export class Budget {
   affords(requests: number): boolean {
     // The first is sent whatever the pace foretells (a busy machine, a slow plan): a search of nothing tells nothing.
     if (performance.now() + (this.spent ? this.pacer.expectedMs(requests) : 0) > this.until) this.outOfTime = true;
-    if (this.spent + requests > this.ceiling()) this.outOfPlan = true;
-    return !this.halted && !this.outOfTime && !this.outOfSessions && !this.outOfPlan && this.left >= requests;
+    // Not latched: a history's closing stop, reserved when it began, still fits.
+    const fits = this.spent + requests <= this.ceiling();
+    if (!fits) this.outOfPlan = true;
+    return !this.halted && !this.outOfTime && !this.outOfSessions && fits && this.left >= requests;
   }
 
   spend(requests: number): void {
@@ -118,5 +124,5 @@ export class Budget {
 
 /** The pacer of a search: it starts from what the run has learnt of the team's limit in the last minute. */
 export function pacerFor(coordination: Coordination | undefined, team: string): Pacer {
-  return new Pacer(coordination?.recentRatePerMinute(team));
+  return new Pacer(coordination?.recentRatePerMinute(team), Number.isFinite(planCeiling(coordination, team)));
 }

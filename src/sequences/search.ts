@@ -74,10 +74,10 @@ export function phaseState() {
   return { charges: [] as Real['charges'], examined: { durations: 0, charges: 0 }, histories: 0, steps: 0 };
 }
 
-/** The figures of a phase, with its charges judged: shared by both phases. */
 /** Why a phase stopped on a limited plan (pace.ts planCeiling). */
 export const PLAN_STOP = "one minute of the team's limited plan";
 
+/** The figures of a phase, with its charges judged: shared by both phases. */
 export function finish(phase: Exploration['phase'], state: ReturnType<typeof phaseState>, budget: Budget, replay: string): Exploration {
   const exploration: Exploration = {
     phase,

@@ -96,6 +96,9 @@ function patternsOfDepth(depth: number): Kind[][] {
 /** Sessions the systematic phase needs for every 3-step pattern, at most: one each (a chain through a session never stopped takes fewer). */
 export const SESSIONS_FOR_EVERY_THREE_STEP_PATTERN = KIND_NAMES.length ** 3;
 
+/** Requests to stop and interact every 1-step pattern takes at most (each from a fresh session, with its final stop): budget.ts predicts them. */
+export const REQUESTS_FOR_EVERY_ONE_STEP_PATTERN = patternsOfDepth(1).reduce((sum, pattern) => sum + requestsOf(pattern) + 2, 0);
+
 /** Requests to stop and interact the systematic phase needs for every 3-step pattern (each from a fresh session, with its final stop). */
 export const REQUESTS_FOR_EVERY_THREE_STEP_PATTERN = patternsOfDepth(3).reduce((sum, pattern) => sum + requestsOf(pattern) + 2, 0);
 
