@@ -825,6 +825,22 @@ export const faultyVariants: Variant[] = [
     })),
   },
   {
+    name: 'cap-shared-by-plan',
+    breaks: 'stop-is-final',
+    sessionCap: 3,
+    description:
+      "counts the owner's and the foreign team's live sessions against one cap of 3, their plan's (SESSION_CAP=3): one team's sessions get the other refused",
+    options: behaviour((base, state) => ({
+      interact: (team, jobId, body) => {
+        const plan = (teamId: string) => (teamId === 'team-burst' ? teamId : 'plan-standard');
+        const live = [...state.sessions.values()].filter((session) => plan(session.teamId) === plan(team.id)).length;
+        if (live >= 3 && !state.sessions.has(jobId) && state.jobs.get(jobId)?.teamId === team.id)
+          return base.error(429, 'Concurrency limit exceeded: at most 3 browser sessions at once.', { 'Retry-After': '1' });
+        return base.interact(team, jobId, body);
+      },
+    })),
+  },
+  {
     name: 'stop-keeps-cap-slot',
     breaks: 'stop-is-final',
     description:

@@ -162,6 +162,13 @@ const JUDGES = {
       `${opened.length} interacts at once on new jobs with nothing else of the team live, under a cap of ${cap} the target states: the one beyond it must be refused (429):\n${opened.map(summary).join('\n')}`,
     ).toBeLessThanOrEqual(cap);
   },
+  /** While the owner holds every slot of its cap, another team, which holds none, opens a session: a cap counts its own team's. */
+  capsApart(theirs: Answer, cap: number, team: string): Verdict {
+    expect(
+      theirs.status,
+      `while the owner team held the ${cap} live sessions its cap allows, the ${team}, which held none, was refused (${summary(theirs)}): the cap counts other teams' sessions`,
+    ).toBe(200);
+  },
   /**
    * A cap held during the whole run: the owner never had more live at once than `cap`, which `shownBy`
    * says how the run knows (its words, or sessions opened one after the other until one was refused).

@@ -80,6 +80,19 @@ export async function opensOneAtOnce({ api, sessions, identities, settings, ledg
   if (room !== undefined && filling > room) await check('cap-kept', judge.capKept(opened, room));
   else if (room !== undefined)
     note(`cap-kept: not asked, the session budget had room for the cap of ${room} alone (SESSION_BUDGET=${settings.sessionBudget + 1} asks it)`);
+  if (room !== undefined && opened.filter((open) => open.status === 200).length >= room) await capsApart({ sessions, identities, check }, room);
+}
+
+/** The owner's cap full: the foreign team, which holds nothing now, opens one session; refused for a cap, the cap counted the owner's. */
+async function capsApart({ sessions, identities, check }: Pick<OpensContext, 'sessions' | 'identities' | 'check'>, cap: number) {
+  const { foreign } = identities;
+  if (sessions.budgetLeft() - keptForAccount() < 1) return note('caps-apart: not asked, the session budget had no session left for the foreign team');
+  const { opens } = await step(`the ${foreign.name} opens a session while the owner holds its cap`, () => sessions.openAtOnce(1, { as: foreign, once: true }));
+  const [theirs] = opens;
+  // A refusal for the foreign team's own rate says nothing of the cap.
+  if (theirs.status === 429 && theirs.refusal?.kind === 'rate')
+    return note(`caps-apart: not compared, the ${foreign.name}'s rate refused it (${summary(theirs)})`);
+  await check('caps-apart', judge.capsApart(theirs, cap, foreign.name));
 }
 
 /** No cap known: as many sessions one after the other as the run held live at once; a cap refusing one of them was not kept. */
