@@ -27,7 +27,7 @@ export async function stopOpenSessions(ledger: Ledger, settings: Settings, inclu
         }
         const target = { baseURL: entry.target, embedded: entry.embedded };
         const identities = identitiesFor(target, settings);
-        const owner = [identities.owner, identities.burst].find((identity) => identity?.name === entry.identity);
+        const owner = [identities.owner, identities.burst, identities.foreign].find((identity) => identity?.name === entry.identity);
         if (!owner) {
           failed.push(
             `${label}: created by the ${entry.identity}, whose key was not given${entry.identity === 'burst team' ? '; run the cleanup with BURST_API_KEY too' : ''}`,

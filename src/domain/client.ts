@@ -369,7 +369,9 @@ async function record({ target, ledger, attach, onAnswer, coordination }: Client
   // A repeat stop that replays the first one's result is no new charge.
   if (jobId && answer.method === 'DELETE' && answer.status === 200 && !(request.as.owner && ledger?.endedHere(target.baseURL, jobId, request.as.name)))
     countCredits(answer.body?.creditsBilled);
-  if (ledger && jobId && request.as.owner && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
+  // The owner's, or another team's stop of a session it opened itself (simultaneous-opens' caps-apart).
+  const creator = request.as.owner || (ledger && jobId && answer.method === 'DELETE' && ledger.creatorIdentity(target.baseURL, jobId) === request.as.name);
+  if (ledger && jobId && creator && answer.method === 'DELETE' && (answer.status === 200 || answer.status === 404)) {
     ledger.ended({ target: target.baseURL, jobId, identity: request.as.name, status: answer.status, sent: new Date(epochOf(answer.sentAt)).toISOString() });
   } else if (ledger && jobId && settled && request.as.team && request.as.team !== 'foreign') {
     // Settled under another scheme word with the owner's key: the session ended all the same, so nobody stops it again.
