@@ -17,7 +17,17 @@ import { accountPrices, stopPriced } from './account';
 import type { Answer } from './answer';
 import { boundsOf } from './billing';
 import { type CheckCall, judge, runCheck } from './named-checks';
-import { askToStop, CHARGE_PROOF_MS, holdAroundMs, type Judged, judgedOf, type RefusalContext, refusalCheck, refuseThenOwnerStops } from './refusals';
+import {
+  askToStop,
+  CHARGE_PROOF_MS,
+  holdAroundMs,
+  type Judged,
+  judgedOf,
+  longerFor,
+  type RefusalContext,
+  refusalCheck,
+  refuseThenOwnerStops,
+} from './refusals';
 import type { Identity } from './target';
 
 /** One refusal of a chain: its test, who refuses, and how its answers are judged. */
@@ -64,6 +74,8 @@ interface Chain {
   survived: CheckCall;
   undecided?: Judged;
   notRefused?: string[];
+  /** Where the exchanges took as long as the hold: how much longer a second chain holds (refusals.ts longerFor). */
+  longerMs?: number;
 }
 
 /**
@@ -92,14 +104,21 @@ export async function refusedInChain(
   if ((link && !chained.includes(link)) || chained.length + watching.length < 2 || !coordination || sessions.budgetLeft() === 0) return aloneHere();
   // Waiting for the test that runs the chain in another worker may take as long as a test.
   extendTimeout(settings.testTimeoutMs);
-  const once = (of: Link[], key: string) =>
-    coordination.readOnce(`refusal-chain-${key}`, () => runChain(context, of, key === name ? watching : []), settings.testTimeoutMs, api.signal);
+  const once = (of: Link[], key: string, longerMs = 0) =>
+    coordination.readOnce(`refusal-chain-${key}`, () => runChain(context, of, key === name ? watching : [], longerMs), settings.testTimeoutMs, api.signal);
   let chain = await once(chained, name);
   if (!('unavailable' in chain) && observer) return judgeObserved(context, observer, chain.observed[id]!);
   // Refusals that were not refused end the chain's proof for all: the others once more without them (observers were judged on the first), each of those alone.
   const notRefused = 'unavailable' in chain ? [] : (chain.notRefused ?? []);
   const rest = chained.filter((other) => !notRefused.includes(other.id));
   if (link && notRefused.length && rest.includes(link) && rest.length > 1) chain = await once(rest, `${name}-refused`);
+  // Too slow to tell, not failed: the whole chain once more, held longer, rather than each test alone on a session of its own.
+  const slow = !('unavailable' in chain) && chain.undecided && 'tooSlow' in chain.undecided ? chain.longerMs : undefined;
+  if (link && slow && sessions.spare()) {
+    extendTimeout(settings.testTimeoutMs);
+    note(`the survival proof could not tell, the exchanges took as long as the hold: the chain again, on a fresh session held ${slow} ms longer`);
+    chain = await once(notRefused.length ? rest : chained, `${name}-longer`, slow);
+  }
   if ('unavailable' in chain) {
     note(`the chain of refusals: ${chain.unavailable}`);
     return aloneHere();
@@ -156,7 +175,12 @@ async function alone(context: Omit<RefusalContext, 'session'>, link: Link, tell 
   }
 }
 
-async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext, 'session'>, links: Link[], observers: Observer[]): Promise<Chain> {
+async function runChain(
+  { api, sessions, settings, owner }: Omit<RefusalContext, 'session'>,
+  links: Link[],
+  observers: Observer[],
+  longerMs = 0,
+): Promise<Chain> {
   // Refusers without a valid key first: on the connection they share, the last valid key is then the owner's (a team's refusal would reset it).
   const refusers = [...new Set([...links.flatMap((link) => (link.refuser ? [link.refuser] : [])), ...observers.flatMap((observer) => observer.refusers)])].sort(
     (a, b) => Number(a.team !== undefined) - Number(b.team !== undefined),
@@ -168,7 +192,7 @@ async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext,
   const otherJob = others ? await step('the owner creates a scrape job without a session', () => sessions.jobWithoutSession()) : undefined;
   const session = await step(`a session for ${links.length + observers.length} tests' requests, one after another`, () => sessions.provision());
   // Where the account may price the stop, CHARGE_PROOF_MS more (refusals.ts): before any stop showed how the target prices, until one states it.
-  const aroundMs = holdAroundMs(api, settings, session.created);
+  const aroundMs = holdAroundMs(api, settings, session.created) + longerMs;
   const proofMs = accountPrices(api, settings, true) ? CHARGE_PROOF_MS : 0;
   await step(`hold the session ${aroundMs}${proofMs ? ` to ${aroundMs + proofMs}` : ''} ms`, async () => {
     await sessions.holdUntil(session, aroundMs);
@@ -208,7 +232,13 @@ async function runChain({ api, sessions, settings, owner }: Omit<RefusalContext,
   const judged = [...Object.values(refused), survived].map(judgedOf);
   const undecided = judged.find((one) => one && 'fails' in one) ?? judged.find(Boolean);
   const notRefused = links.filter((link) => judgedOf(refused[link.id]!) !== undefined).map((link) => link.id);
-  return { refused, observed, survived, ...(undecided ? { undecided } : {}), ...(notRefused.length ? { notRefused } : {}) };
+  return {
+    refused,
+    observed,
+    survived,
+    ...(undecided ? { undecided, longerMs: longerFor(stop) } : {}),
+    ...(notRefused.length ? { notRefused } : {}),
+  };
 }
 
 const describe = (judged: Judged) => ('fails' in judged ? judged.fails : judged.untold);

@@ -137,6 +137,9 @@ const MOST_LONGER_MS = 4_000;
  * before its refusal by four times the slow stop: where the budget has sessions beyond what the
  * rules' own tests need (the sequences rule's share).
  */
+/** How much longer to hold where the exchanges took as long as the hold: four times the slow one's, at most MOST_LONGER_MS. */
+export const longerFor = (slow: Answer) => Math.min(MOST_LONGER_MS, 4 * Math.round(slow.receivedAt - slow.sentAt));
+
 export function longerIfTooSlow(
   { api, sessions, settings }: Pick<RefusalContext, 'api' | 'sessions' | 'settings'>,
   proof: CheckCall,
@@ -144,7 +147,7 @@ export function longerIfTooSlow(
 ): number | undefined {
   const judged = judgedOf(proof);
   if (!judged || !('tooSlow' in judged) || !sessions.spare()) return undefined;
-  const longerMs = Math.min(MOST_LONGER_MS, 4 * Math.round(slow.receivedAt - slow.sentAt));
+  const longerMs = longerFor(slow);
   extendTimeout(2 * (longerMs + holdBeforeMs(api, settings, slow) + settings.requestTimeoutMs));
   note(`the survival proof could not tell, the exchanges took as long as the hold: all of it again, on a fresh session held ${longerMs} ms longer`);
   return longerMs;
