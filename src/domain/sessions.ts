@@ -388,41 +388,30 @@ export class Sessions {
       giveBackSession();
       throw error;
     });
-    let opens: Answer[];
-    let notYet: number | undefined;
-    try {
-      for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
-        opens = await Promise.all(
-          Array.from({ length: count }, async () => {
-            const opening = openingOf(this.options, owner, jobId, true);
-            // `once`: a 429 is the answer, not waited out.
-            const answer = await api
-              .send({
-                method: 'POST',
-                path: interactPath(jobId),
-                as: owner,
-                data: INTERACT_BODY,
-                onAttempt: opening.onAttempt,
-                opens: true,
-                ...(once ? { on429: 'once' as const } : { giveUpOn429: opening.giveUpOn429 }),
-              })
-              .catch((error) => {
-                opening.ended(lastStatusOf(error));
-                throw error;
-              });
-            opening.ended(answer.status);
-            return answer;
-          }),
-        );
-        if (opens.some((answer) => answer.status !== 404) || performance.now() + wait > until) break;
-        countProvisioningRetry();
-        notYet = Math.max(...opens.map((answer) => answer.receivedAt));
-        await sleep(wait, undefined, { signal: this.options.signal });
-      }
-      if (opens.some((answer) => answer.status !== 404)) this.learnLag(scrape, notYet);
-    } finally {
-      release();
-    }
+    const opens = await this.untilWritten(scrape, release, () =>
+      Promise.all(
+        Array.from({ length: count }, async () => {
+          const opening = openingOf(this.options, owner, jobId, true);
+          // `once`: a 429 is the answer, not waited out.
+          const answer = await api
+            .send({
+              method: 'POST',
+              path: interactPath(jobId),
+              as: owner,
+              data: INTERACT_BODY,
+              onAttempt: opening.onAttempt,
+              opens: true,
+              ...(once ? { on429: 'once' as const } : { giveUpOn429: opening.giveUpOn429 }),
+            })
+            .catch((error) => {
+              opening.ended(lastStatusOf(error));
+              throw error;
+            });
+          opening.ended(answer.status);
+          return answer;
+        }),
+      ),
+    );
     if (opens.some((answer) => answer.status === 200)) this.live.push({ jobId, owner }), countSession();
     else giveBackSession();
     return { jobId, opens };
@@ -506,46 +495,58 @@ export class Sessions {
     const { jobId, scrape } = job ?? (await this.scrape(true, quiet, owner));
     if (gapMs > 0 && !job) await sleep(gapMs, undefined, { signal: this.options.signal });
     const release = await this.written(scrape);
-    let interact: Answer;
-    let opening: Opening;
-    let notYet: number | undefined;
-    try {
-      // A job the target writes after answering its scrape (the hosted service does) may not be found at once: 404 is tried again, PROVISIONING_RACE_MS at most.
-      for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
-        opening = openingOf(this.options, owner, jobId, true);
-        tried.sent = true;
-        interact = await api
-          .send({
-            method: 'POST',
-            path: interactPath(jobId),
-            as: owner,
-            data: INTERACT_BODY,
-            attach: !quiet,
-            giveUpOn429: opening.giveUpOn429,
-            onAttempt: opening.onAttempt,
-            opens: true,
-            provisions: true,
-          })
-          .catch((error) => {
-            opening.ended(lastStatusOf(error));
-            throw error;
-          });
-        tried.status = interact.status;
-        opening.ended(interact.status);
-        if (interact.status !== 404 || performance.now() + wait > until) break;
-        countProvisioningRetry();
-        notYet = interact.receivedAt;
-        await sleep(wait, undefined, { signal: this.options.signal });
-      }
-      if (interact.status !== 404) this.learnLag(scrape, notYet);
-    } finally {
-      release();
-    }
-    if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening.cap!, interact.refusal?.cap), { jobId, scrape });
+    let opening: Opening | undefined;
+    const [interact] = await this.untilWritten(scrape, release, async () => {
+      opening = openingOf(this.options, owner, jobId, true);
+      const attempt = opening;
+      tried.sent = true;
+      const answer = await api
+        .send({
+          method: 'POST',
+          path: interactPath(jobId),
+          as: owner,
+          data: INTERACT_BODY,
+          attach: !quiet,
+          giveUpOn429: attempt.giveUpOn429,
+          onAttempt: attempt.onAttempt,
+          opens: true,
+          provisions: true,
+        })
+        .catch((error) => {
+          attempt.ended(lastStatusOf(error));
+          throw error;
+        });
+      tried.status = answer.status;
+      attempt.ended(answer.status);
+      return [answer];
+    });
+    if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening!.cap!, interact.refusal?.cap), { jobId, scrape });
     if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
     return { jobId, scrape, created: interact, owner };
+  }
+
+  /**
+   * `send`'s interacts, sent again while every one answers 404 (a job the target writes after answering
+   * its scrape, as the hosted service does), PROVISIONING_RACE_MS at most; then `release` ends the run's
+   * first interact's turn (written).
+   */
+  private async untilWritten(scrape: Answer, release: () => void, send: () => Promise<Answer[]>): Promise<Answer[]> {
+    let notYet: number | undefined;
+    try {
+      for (let wait = 100, until = performance.now() + PROVISIONING_RACE_MS; ; wait *= 2) {
+        const answers = await send();
+        const found = answers.some((answer) => answer.status !== 404);
+        if (found) this.learnLag(scrape, notYet);
+        if (found || performance.now() + wait > until) return answers;
+        countProvisioningRetry();
+        notYet = Math.max(...answers.map((answer) => answer.receivedAt));
+        await sleep(wait, undefined, { signal: this.options.signal });
+      }
+    } finally {
+      release();
+    }
   }
 
   /**
