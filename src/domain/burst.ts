@@ -74,25 +74,25 @@ export async function sendBurst({
     pair.tries += 1;
     // A few of ours just ahead, as before a stop of its own: they take the room a token bucket regained since the 429.
     admitted ??= answers.filter((answer) => answer.status !== 429).length;
-    const ahead = Array.from({ length: windowAhead ? Math.min(concurrency, admitted + 2) : AHEAD_OF_A_STOP }, () =>
+    const ours = () =>
       api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true }).then(
         (answer) => (answers.push(answer), answer),
         () => void (lost += 1),
-      ),
-    );
-    const theirs = api.stop(randomUUID(), as, { on429: 'once', pooled: true });
-    const ours = api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true });
-    pair.pending = Promise.all([theirs, ours, Promise.all(ahead)])
-      .then(
-        ([their, our, before]) => {
-          answers.push(our);
-          // With a window's worth ahead, any of the team's refused in the batch shows its window full beside the other's request.
-          const refused = our.status === 429 || (windowAhead && before.some((answer) => answer?.status === 429));
-          if (their.status === 429 || refused) pair.answer = their;
-        },
-        () => undefined,
-      )
-      .finally(() => (pair.pending = undefined));
+      );
+    const ahead = Array.from({ length: windowAhead ? Math.min(concurrency, admitted + 2) : AHEAD_OF_A_STOP }, ours);
+    const theirs = () => api.stop(randomUUID(), as, { on429: 'once', pooled: true });
+    // With a window's worth ahead, the other's stop goes once they are answered and one of ours follows it: ours refused on both
+    // sides means the team's window was full across the other's request, which no window turning over in between can fake.
+    const decide = windowAhead
+      ? (async () => {
+          if (!(await Promise.all(ahead)).some((answer) => answer?.status === 429)) return;
+          const their = await theirs();
+          if (their.status === 429 || (await ours())?.status === 429) pair.answer = their;
+        })()
+      : Promise.all([theirs(), ours(), Promise.all(ahead)]).then(([their, our]) => {
+          if (their.status === 429 || our?.status === 429) pair.answer = their;
+        });
+    pair.pending = decide.catch(() => undefined).finally(() => (pair.pending = undefined));
   };
   const started = performance.now();
   let next = 0;
