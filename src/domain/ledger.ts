@@ -38,8 +38,8 @@ const jobKey = (jobId: string) => jobId.toLowerCase();
 
 export class Ledger {
   private readonly endedInThisProcess = new Set<string>();
-  /** What entries() has read of the file: its bytes, a last line not yet ended, and the entries parsed. */
-  private seen = { bytes: 0, rest: Buffer.alloc(0), entries: [] as LedgerEntry[] };
+  /** What entries() has read of the file: its bytes, a last line not yet ended, and the entries parsed, by target too (the matrix's ledger holds a hundred). */
+  private seen = { bytes: 0, rest: Buffer.alloc(0), entries: [] as LedgerEntry[], byTarget: new Map<string, LedgerEntry[]>() };
 
   constructor(readonly file: string) {}
 
@@ -94,8 +94,7 @@ export class Ledger {
     type Life = { settled: Settled[]; reports: number; openedAt?: number; reportedAt?: number; stated?: boolean };
     const jobs = new Map<string, { jobId: string; sessions: Life[]; reopening?: number }>();
     const scrapes = { count: 0, credits: 0, unpriced: 0 };
-    for (const entry of this.entries()) {
-      if (entry.target !== target) continue;
+    for (const entry of this.entries(target)) {
       const job = 'jobId' in entry && entry.jobId !== undefined ? jobs.get(jobKey(entry.jobId)) : undefined;
       const session = job?.sessions.at(-1);
       if (entry.event === 'created' && entry.identity === identity) {
@@ -138,8 +137,8 @@ export class Ledger {
     const since = new Map<string, number>();
     const lives: { jobId: string; from: number; to: number }[] = [];
     const mine = new Set<string>();
-    for (const entry of this.entries()) {
-      if (entry.target !== target || !('jobId' in entry) || entry.jobId === undefined) continue;
+    for (const entry of this.entries(target)) {
+      if (!('jobId' in entry) || entry.jobId === undefined) continue;
       const key = jobKey(entry.jobId);
       if (entry.event === 'created' && entry.identity === identity) mine.add(key);
       else if (entry.event === 'live' && mine.has(key) && !since.has(key)) since.set(key, Date.parse(entry.at));
@@ -164,22 +163,22 @@ export class Ledger {
    */
   /** The test that created a job, as its 'created' line says. */
   creatorOf(target: string, jobId: string): string | undefined {
-    const entry = this.entries().find((one) => one.event === 'created' && one.target === target && jobKey(one.jobId) === jobKey(jobId));
+    const entry = this.entries(target).find((one) => one.event === 'created' && jobKey(one.jobId) === jobKey(jobId));
     return entry && entry.event === 'created' ? entry.test : undefined;
   }
 
   /** The identity that created a job's latest session, as its last 'created' line says. */
   creatorIdentity(target: string, jobId: string): string | undefined {
-    const entry = this.entries()
-      .filter((one) => one.event === 'created' && one.target === target && jobKey(one.jobId) === jobKey(jobId))
+    const entry = this.entries(target)
+      .filter((one) => one.event === 'created' && jobKey(one.jobId) === jobKey(jobId))
       .at(-1);
     return entry && entry.event === 'created' ? entry.identity : undefined;
   }
 
   refusedOpenings(target: string, identity: string): { jobId: string; status?: number; settled: Settled[]; test?: string }[] {
     const jobs = new Map<string, { jobId: string; last?: { status?: number }; settled: Settled[]; test?: string }>();
-    for (const entry of this.entries()) {
-      if (entry.target !== target || !('jobId' in entry) || entry.event === 'scraped') continue;
+    for (const entry of this.entries(target)) {
+      if (!('jobId' in entry) || entry.event === 'scraped') continue;
       if (entry.event === 'created') {
         if (entry.identity === identity)
           jobs.set(jobKey(entry.jobId), {
@@ -206,7 +205,7 @@ export class Ledger {
    * other session (of the run's, or of no one's the run knew).
    */
   settledWithoutSession(target: string): ({ jobId: string; identity: string } & Settled)[] {
-    const entries = this.entries().filter((entry) => entry.target === target);
+    const entries = this.entries(target);
     const created = new Set(entries.filter((entry) => entry.event === 'created').map((entry) => jobKey((entry as { jobId: string }).jobId)));
     return entries.flatMap((entry) =>
       entry.event === 'settled' && !created.has(jobKey(entry.jobId))
@@ -234,18 +233,15 @@ export class Ledger {
 
   /** Whether every interact that would open the job's session since its last stop was refused (a 4xx, a 429 the run gave up on) or never sent: it holds nothing, unless the target opens sessions it refuses. */
   heldNothing(target: string, jobId: string): boolean {
-    return this.read().refused.has(`${target} ${jobKey(jobId)}`);
+    return this.read(target).refused.has(`${target} ${jobKey(jobId)}`);
   }
 
   /** How many of an identity's open jobs on a target have a session live or opening (an interact answered 200, or not yet answered), but `except`. */
   liveSessions(target: string, identity: string, except?: string): number {
-    const { open, live } = this.read();
+    const { open, live } = this.read(target);
     return open.filter(
       (entry) =>
-        entry.target === target &&
-        entry.identity === identity &&
-        (except === undefined || jobKey(entry.jobId) !== jobKey(except)) &&
-        live.has(`${entry.target} ${jobKey(entry.jobId)}`),
+        entry.identity === identity && (except === undefined || jobKey(entry.jobId) !== jobKey(except)) && live.has(`${entry.target} ${jobKey(entry.jobId)}`),
     ).length;
   }
 
@@ -262,8 +258,8 @@ export class Ledger {
     const [sent, received] = [Math.floor(sentAt), Math.ceil(receivedAt)];
     const episodes = new Map<string, { openedAt: number; outcome?: 'live' | 'not-opened' | 'maybe-open'; endedAt?: number }[]>();
     const scrapes = new Map<string, { sentAt: number; doneAt?: number }>();
-    for (const entry of this.entries()) {
-      if (entry.target !== target || entry.identity !== identity) continue;
+    for (const entry of this.entries(target)) {
+      if (entry.identity !== identity) continue;
       if (entry.event === 'scraping') scrapes.set(entry.scrape, { sentAt: Date.parse(entry.at) });
       else if ((entry.event === 'scraped' || entry.event === 'scrape-done') && entry.scrape && scrapes.has(entry.scrape))
         scrapes.get(entry.scrape)!.doneAt = Date.parse(entry.at);
@@ -290,11 +286,16 @@ export class Ledger {
     return { count, pending };
   }
 
-  /** The entries so far: only what was appended since the last read is read and parsed (workers ask it around every interact). */
-  private entries(): LedgerEntry[] {
+  /** The entries so far, of one target or all: only what was appended since the last read is read and parsed (workers ask it around every interact). */
+  private entries(target?: string): LedgerEntry[] {
+    this.readAppended();
+    return target === undefined ? this.seen.entries : (this.seen.byTarget.get(target) ?? []);
+  }
+
+  private readAppended(): void {
     const size = statSync(this.file, { throwIfNoEntry: false })?.size ?? 0;
-    if (size < this.seen.bytes) this.seen = { bytes: 0, rest: Buffer.alloc(0), entries: [] };
-    if (size === this.seen.bytes) return this.seen.entries;
+    if (size < this.seen.bytes) this.seen = { bytes: 0, rest: Buffer.alloc(0), entries: [], byTarget: new Map() };
+    if (size === this.seen.bytes) return;
     const added = Buffer.alloc(size - this.seen.bytes);
     const fd = openSync(this.file, 'r');
     try {
@@ -306,24 +307,28 @@ export class Ledger {
     const end = text.lastIndexOf(0x0a) + 1;
     for (const line of text.subarray(0, end).toString('utf8').split('\n')) {
       try {
-        if (line.trim()) this.seen.entries.push(JSON.parse(line) as LedgerEntry);
+        if (!line.trim()) continue;
+        const entry = JSON.parse(line) as LedgerEntry;
+        this.seen.entries.push(entry);
+        const ofTarget = this.seen.byTarget.get(entry.target);
+        if (ofTarget) ofTarget.push(entry);
+        else this.seen.byTarget.set(entry.target, [entry]);
       } catch {
         // a line cut short by a killed process
       }
     }
     this.seen.bytes = size;
     this.seen.rest = text.subarray(end);
-    return this.seen.entries;
   }
 
-  private read() {
+  private read(target?: string) {
     const open = new Map<string, Extract<LedgerEntry, { event: 'created' }>>();
     const live = new Set<string>();
     // Since the job's last stop: interacts sent to open a session, refusals of them, and whether one may have opened one.
     const tries = new Map<string, { sent: number; refused: number; held: boolean }>();
     const triesOf = (key: string) =>
       tries.get(key) ?? (tries.set(key, { sent: 0, refused: 0, held: false }).get(key) as { sent: number; refused: number; held: boolean });
-    for (const entry of this.entries()) {
+    for (const entry of this.entries(target)) {
       if (!('jobId' in entry) || entry.jobId === undefined) continue;
       const key = `${entry.target} ${jobKey(entry.jobId)}`;
       // A session opened again on a stopped job is 'created' between its interact's 'opening' and 'live': that keeps it live.
@@ -339,8 +344,14 @@ export class Ledger {
   }
 
   private write(entry: LedgerEntry): void {
-    mkdirSync(path.dirname(this.file), { recursive: true });
     // One short line per append: several workers write to the same file without interleaving.
-    appendFileSync(this.file, `${redact(JSON.stringify(entry))}\n`);
+    const line = `${redact(JSON.stringify(entry))}\n`;
+    try {
+      appendFileSync(this.file, line);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      mkdirSync(path.dirname(this.file), { recursive: true });
+      appendFileSync(this.file, line);
+    }
   }
 }
