@@ -885,6 +885,29 @@ export const faultyVariants: Variant[] = [
     options: refusalCharges('caller'),
   },
   {
+    name: 'charges-the-next-caller',
+    breaks: 'stop-is-final',
+    // Another team's refusals of the owner's sessions come from rule 3.
+    rules: ['foreign-team', 'stop-is-final'],
+    description:
+      "debits a stop's charge from the team whose request it receives next (billing kept in a request context): another team asking right after the owner's stop takes its charge",
+    options: behaviour((base, state) => {
+      const pending: { teamId: string }[] = [];
+      return {
+        authenticate: (header, connection, name) => {
+          const team = base.authenticate(header, connection, name);
+          if (team) for (const charge of pending.splice(0)) charge.teamId = team.id;
+          return team;
+        },
+        stop: (team, jobId) => {
+          const reply = base.stop(team, jobId);
+          if (reply.status === 200) pending.push(state.charges.at(-1)!);
+          return reply;
+        },
+      };
+    }),
+  },
+  {
     name: 'account-charged-by-started-minute',
     breaks: 'stop-is-final',
     description: 'reports creditsBilled prorated by the second, as it should, but charges the account 2 credits per started minute',

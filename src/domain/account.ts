@@ -82,9 +82,10 @@ export function readOpening(coordination: Coordination, name = OPENING): Opening
   return coordination.readShared<Opening>(name);
 }
 
-/** Their names among the readings the run's workers share: the owner team's, and the foreign team's (it refuses the owner's sessions). */
+/** Their names among the readings the run's workers share: the owner team's, the foreign team's (it refuses the owner's sessions), the burst team's. */
 const OPENING = 'account-opening';
 export const REFUSER_OPENING = 'account-opening-refuser';
+export const BURST_OPENING = 'account-opening-burst';
 
 export interface Reading {
   /** ms since the first reading. */
@@ -323,6 +324,32 @@ export const pricedAt = (spending: Spending, price: number): Spending => ({
   ...spending,
   scrapes: { count: spending.scrapes.count, credits: round(spending.scrapes.credits + price * spending.scrapes.unpriced), unpriced: 0 },
 });
+
+/**
+ * Where the owner's account was charged `deficit` credits fewer than its answers say: another team
+ * whose account the run opened, charged more than its own spending by no more than that, took the
+ * owner's charges (a target that debits whichever team's request it served last, say). Reads each
+ * until its charges have landed; the failure, or undefined.
+ */
+export async function chargedElsewhere(
+  api: Client,
+  teams: { as: Identity; opening: number; spending: Spending }[],
+  deficit: number,
+  ownerTolerance: number,
+  settings: AccountSettings,
+): Promise<string | undefined> {
+  for (const { as, opening, spending } of teams) {
+    const own = round(
+      spending.settlements.reduce((sum, session) => sum + session.settled.reduce((total, one) => total + one.credits, 0), 0) + spending.scrapes.credits,
+    );
+    const tolerance = accountTolerance(spending);
+    const closing = await settleAccount(api, as, opening - own, tolerance, settings);
+    const excess = round(opening - closing.readings.at(-1)!.remaining - own);
+    if (closing.still && !spending.scrapes.unpriced && excess > tolerance && excess <= deficit + tolerance + ownerTolerance)
+      return `the ${as.name}'s account was charged ${excess} credit(s) more than its own sessions and scrapes came to (${own}), within the owner team's ${deficit} credit(s) missing: the owner's charges landed on another team's account`;
+  }
+  return undefined;
+}
 
 /** Sessions stopped by answers that stated no charge: together they may have cost up to what their lives bill at most. */
 export const unstatedMost = (spending: Spending, rule?: BillingRule) =>

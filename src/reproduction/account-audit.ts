@@ -12,7 +12,9 @@ import type { Settings } from '../config/settings';
 import type { Coordination } from '../coordination/coordination';
 import {
   accountTolerance,
+  BURST_OPENING,
   CREDIT_USAGE_PATH,
+  chargedElsewhere,
   judgeAccount,
   judgeRefuser,
   measureScrapePrice,
@@ -90,6 +92,21 @@ export async function auditAccount({
         settings.declaredBilling?.rule,
       );
   }
+  // Charged less than its answers say: where another team was charged that much more than its own, the owner's charges went there.
+  const owed = +(expected - (opening.remaining - closing.readings.at(-1)!.remaining)).toFixed(6);
+  if (verdict.outcome === 'not verifiable' && closing.still && owed > accountTolerance(spending)) {
+    const others = [
+      { as: identities.foreign, opening: readOpening(coordination, REFUSER_OPENING) },
+      ...(identities.burst ? [{ as: identities.burst, opening: readOpening(coordination, BURST_OPENING) }] : []),
+    ].flatMap(({ as, opening }) =>
+      opening && 'remaining' in opening ? [{ as, opening: opening.remaining, spending: ledger.spending(api.target.baseURL, as.name) }] : [],
+    );
+    extendTimeout(others.length * (settings.accountSettleMs + 2 * settings.requestTimeoutMs));
+    const elsewhere = await step("the other teams' accounts: none was charged what the owner team's lacks", () =>
+      chargedElsewhere(api, others, owed, accountTolerance(spending), settings),
+    );
+    if (elsewhere) verdict = { outcome: 'fail', message: `${verdict.message}; but ${elsewhere}` };
+  }
   // Its reproduction: the requests of the sessions charged again, between two readings of the account.
   const readings = requestTrace.steps.filter((step) => step.path === CREDIT_USAGE_PATH);
   // Each job's requests in the test that created it, then in the sweep for leaks (which may have stopped a session opened there).
@@ -158,6 +175,14 @@ export async function auditAccount({
         () => composeAccount([requestTrace.steps.slice(probeStart)], settings.accountSettleMs, true),
       );
   }
+  const chargedAsSettled = () =>
+    check(
+      'charged-as-settled',
+      () => expect(verdict.outcome, verdict.message).toBe('pass'),
+      () => charged,
+    );
+  // A failure the owner's account shows is the finding, before another team's side is asked.
+  if (verdict.outcome === 'fail') await chargedAsSettled();
   // The foreign team refused the owner's sessions all run: a refusal must charge its caller nothing either.
   const refuser = readOpening(coordination, REFUSER_OPENING);
   if (refuser && 'remaining' in refuser) {
@@ -186,9 +211,5 @@ export async function auditAccount({
   }
   if (verdict.outcome === 'not verifiable') notVerifiable(verdict.message);
   note(verdict.message);
-  await check(
-    'charged-as-settled',
-    () => expect(verdict.outcome, verdict.message).toBe('pass'),
-    () => charged,
-  );
+  await chargedAsSettled();
 }
