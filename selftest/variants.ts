@@ -825,6 +825,28 @@ export const faultyVariants: Variant[] = [
     })),
   },
   {
+    name: 'refused-open-starts-clock',
+    breaks: 'stop-is-final',
+    sessionCap: 3,
+    description:
+      "caps each team at 3 live sessions (SESSION_CAP=3), and an interact it refuses for the cap starts the job's clock: the session opened on that job later bills from the refusal",
+    options: behaviour((base, state) => {
+      const capped = capsSessions(3, true).behaviour!(base, state);
+      const refusedAt = new Map<string, number>();
+      return {
+        ...capped,
+        interact: (team, jobId, body) => {
+          const reply = capped.interact!(team, jobId, body);
+          const opened = state.sessions.get(jobId);
+          if (reply.status === 429) refusedAt.set(jobId, refusedAt.get(jobId) ?? state.clock());
+          else if (reply.status === 200 && opened && refusedAt.has(jobId)) opened.startedAt = refusedAt.get(jobId)!;
+          if (reply.status === 200) refusedAt.delete(jobId);
+          return reply;
+        },
+      };
+    }),
+  },
+  {
     name: 'cap-shared-by-plan',
     breaks: 'stop-is-final',
     sessionCap: 3,

@@ -106,7 +106,7 @@ export const RULES = {
       'simultaneous-stops': inferred(['one-succeeds', 'answers', 'charged-once']),
       'final-for-everyone': must(['first-stop', 'refused', 'reveals-nothing', 'still-stopped']),
       'interact-after-stop': inferred(['first-stop', 'interact', 'nothing-unannounced']),
-      'simultaneous-opens': { ...inferred(['opens', 'stop', 'one-session', 'room-left', 'cap-kept', 'caps-apart']), runWide: true },
+      'simultaneous-opens': { ...inferred(['opens', 'stop', 'one-session', 'room-left', 'cap-kept', 'caps-apart', 'refusal-starts-nothing']), runWide: true },
       'no-leaks': { ...inferred(['nothing-stopped-unasked', 'nothing-left']), runWide: true },
       account: { ...inferred(['charged-as-settled', 'refusals-charge-nobody']), runWide: true },
     },

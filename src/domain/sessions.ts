@@ -49,7 +49,7 @@ export const INTERACT_BODY = { code: 'console.log("conformance session")', langu
 const PLAIN_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 /** A scrape job the run made for a session, and its scrape's answer. */
-type ScrapedJob = { jobId: string; scrape: Answer };
+export type ScrapedJob = { jobId: string; scrape: Answer };
 
 /** An interact that would open a session was refused with 429 while the team's limiter had room: the target's cap on live sessions. */
 export class CapReached extends Error {
@@ -352,9 +352,9 @@ export class Sessions {
    * in progress), then the interacts at once. While fewer than `enough` opened, as many of those a cap
    * refused are asked again, at growing intervals within `confirmMs` (a stop may release its slot late).
    */
-  async openEvery(count: number, enough: number, confirmMs: number): Promise<Answer[]> {
+  async openEvery(count: number, enough: number, confirmMs: number): Promise<{ answers: Answer[]; jobs: ScrapedJob[] }> {
     const jobs = await Promise.all(Array.from({ length: count }, () => this.scrape(true, false, this.owner)));
-    const open = async (job: ScrapedJob) => (await this.openAtOnce(1, { once: true, job })).opens[0];
+    const open = (job: ScrapedJob) => this.openOn(job);
     const answers = await Promise.all(jobs.map(open));
     const until = performance.now() + confirmMs;
     // Only as many as are missing, each wait twice the last: a target slow to free a slot is not flooded with refusals.
@@ -365,7 +365,12 @@ export class Sessions {
       await sleep(wait, undefined, { signal: this.options.signal });
       await Promise.all(refused.map(async (i) => (answers[i] = await open(jobs[i]))));
     }
-    return answers;
+    return { answers, jobs };
+  }
+
+  /** An interact that would open a session on a job the run scraped before (openEvery's), once. */
+  openOn(job: ScrapedJob): Promise<Answer> {
+    return this.openAtOnce(1, { once: true, job }).then(({ opens }) => opens[0]);
   }
 
   /**

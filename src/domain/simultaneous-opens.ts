@@ -3,17 +3,20 @@
  * and the team keeps every slot of its cap. Run after every other test: against a server that
  * orphans a session here, the team's cap stays full and any later test of the team would wait.
  */
+
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Check } from '../checks/checks';
 import { notVerifiable } from '../checks/checks';
 import { expect } from '../checks/expect';
 import { extendTimeout, note, step } from '../checks/recorder';
 import { OPENS } from '../config/rules';
 import type { Settings } from '../config/settings';
+import { boundsOf, clockStepMs } from './billing';
 import { CAP_CONFIRM_MS, capAcrossRun, capsHeld, MOST_AT_ONCE } from './cap-discovery';
-import { type Client, summary } from './client';
+import { type Answer, type Client, summary } from './client';
 import type { Ledger } from './ledger';
 import { judge } from './named-checks';
-import type { Sessions } from './sessions';
+import type { ScrapedJob, Sessions } from './sessions';
 import type { Identities } from './target';
 
 export interface OpensContext {
@@ -27,6 +30,8 @@ export interface OpensContext {
 
 /** The account check, after this test, keeps its sessions (rules.ts). */
 const keptForAccount = () => OPENS['stop-is-final/account']?.sessions ?? 0;
+/** How long after a refusal for the cap its job is opened: a clock the refusal started would count it. */
+const REFUSAL_GAP_MS = 1000;
 
 export async function opensOneAtOnce({ api, sessions, identities, settings, ledger, check }: OpensContext): Promise<void> {
   // Two waits of CAP_CONFIRM_MS at most: a cap that refused a team while the run held none of its sessions, asked again later (the run is
@@ -51,7 +56,7 @@ export async function opensOneAtOnce({ api, sessions, identities, settings, ledg
   await check('one-session', judge.oneSession(again, stop));
   if (cap === undefined) {
     // Every slot free again: one session opens once the run holds none (a stop that keeps its slot shows after as many stops as the cap).
-    const opened = await step('the owner opens a session on a new job', () => sessions.openEvery(1, 1, CAP_CONFIRM_MS));
+    const { answers: opened } = await step('the owner opens a session on a new job', () => sessions.openEvery(1, 1, CAP_CONFIRM_MS));
     await check('room-left', judge.roomLeft(opened, 1, count));
     await step('the owner stops it', () => sessions.stopLive());
     return capSeenAcrossRun({ api, sessions, identities, settings, ledger, check });
@@ -74,13 +79,36 @@ export async function opensOneAtOnce({ api, sessions, identities, settings, ledg
       `filling the cap of ${room} the target states takes ${room} sessions of the budget, which has ${left} left: SESSION_BUDGET=${settings.sessionBudget + room + 1 - left} verifies it`,
     );
   }
-  const opened = await step(`the owner opens ${filling} session(s) at once, each on a new job`, () => sessions.openEvery(filling, room ?? 1, CAP_CONFIRM_MS));
+  const { answers: opened, jobs } = await step(`the owner opens ${filling} session(s) at once, each on a new job`, () =>
+    sessions.openEvery(filling, room ?? 1, CAP_CONFIRM_MS),
+  );
   await check('room-left', judge.roomLeft(opened, room ?? 1, count));
   await keptAllRun();
   if (room !== undefined && filling > room) await check('cap-kept', judge.capKept(opened, room));
   else if (room !== undefined)
     note(`cap-kept: not asked, the session budget had room for the cap of ${room} alone (SESSION_BUDGET=${settings.sessionBudget + 1} asks it)`);
   if (room !== undefined && opened.filter((open) => open.status === 200).length >= room) await capsApart({ sessions, identities, check }, room);
+  const refused = opened.findIndex((open) => open.status === 429 && open.refusal?.kind === 'cap');
+  if (refused >= 0) await refusalStartsNothing({ api, sessions, identities, settings, check }, opened[refused], jobs[refused]);
+}
+
+/** A refused interact starts nothing: the job the cap refused, opened once the owner's slots are free, bills from that open alone. */
+async function refusalStartsNothing(
+  { api, sessions, identities, settings, check }: Pick<OpensContext, 'api' | 'sessions' | 'identities' | 'settings' | 'check'>,
+  refusal: Answer,
+  job: ScrapedJob,
+) {
+  if (sessions.budgetLeft() - keptForAccount() < 1) return note('refusal-starts-nothing: not asked, the session budget had no session left');
+  await step('the owner stops its sessions', () => sessions.stopLive());
+  // Long past the refusal, so that a clock it started shows past every tolerance.
+  const gapMs = REFUSAL_GAP_MS + 4 * settings.durationToleranceMs + clockStepMs(settings) - (performance.now() - refusal.receivedAt);
+  if (gapMs > 0) await step(`wait ${Math.round(gapMs)} ms after the refusal`, () => sleep(gapMs, undefined, { signal: api.signal }));
+  const opened = await step('the owner opens the job the cap refused', () => sessions.openOn(job));
+  if (opened.status !== 200) return note(`refusal-starts-nothing: not asked, the job the cap refused did not open now: ${summary(opened)}`);
+  const stop = await step('the owner stops it', () => api.stop(job.jobId, identities.owner));
+  if (stop.status !== 200 || typeof stop.body?.sessionDurationMs !== 'number')
+    return note(`refusal-starts-nothing: not asked, the stop reported no duration: ${summary(stop)}`);
+  await check('refusal-starts-nothing', judge.duration(stop, opened, boundsOf(settings)));
 }
 
 /** The owner's cap full: the foreign team, which holds nothing now, opens one session; refused for a cap, the cap counted the owner's. */
