@@ -922,8 +922,9 @@ export const faultyVariants: Variant[] = [
           return team;
         },
         stop: (team, jobId) => {
+          const charges = state.charges.length;
           const reply = base.stop(team, jobId);
-          if (reply.status === 200) pending.push(state.charges.at(-1)!);
+          pending.push(...state.charges.slice(charges));
           return reply;
         },
       };

@@ -326,29 +326,37 @@ export const pricedAt = (spending: Spending, price: number): Spending => ({
 });
 
 /**
- * Where the owner's account was charged `deficit` credits fewer than its answers say: another team
- * whose account the run opened, charged more than its own spending by no more than that, took the
- * owner's charges (a target that debits whichever team's request it served last, say). Reads each
- * until its charges have landed; the failure, or undefined.
+ * Where the owner's account was charged `shortfall` credits fewer than its answers say: the other
+ * teams whose accounts the run opened, each read still until its charges landed, were charged more
+ * than their own sessions and scrapes by that much together (a target that debits whichever team
+ * it serves meanwhile, say). Money moved between teams, to the credit: the failure, or undefined
+ * where it does not add up or a team cannot tell (unpriced scrapes, stops that stated no charge).
  */
 export async function chargedElsewhere(
   api: Client,
   teams: { as: Identity; opening: number; spending: Spending }[],
-  deficit: number,
+  shortfall: number,
   ownerTolerance: number,
   settings: AccountSettings,
 ): Promise<string | undefined> {
+  const found: string[] = [];
+  let excesses = 0;
+  let tolerance = ownerTolerance;
   for (const { as, opening, spending } of teams) {
+    if (spending.scrapes.unpriced || spending.silent?.length) return undefined;
     const own = round(
       spending.settlements.reduce((sum, session) => sum + session.settled.reduce((total, one) => total + one.credits, 0), 0) + spending.scrapes.credits,
     );
-    const tolerance = accountTolerance(spending);
-    const closing = await settleAccount(api, as, opening - own, tolerance, settings);
+    tolerance += accountTolerance(spending);
+    const closing = await settleAccount(api, as, opening - own, accountTolerance(spending), settings).catch(() => undefined);
+    if (!closing?.still) return undefined;
     const excess = round(opening - closing.readings.at(-1)!.remaining - own);
-    if (closing.still && !spending.scrapes.unpriced && excess > tolerance && excess <= deficit + tolerance + ownerTolerance)
-      return `the ${as.name}'s account was charged ${excess} credit(s) more than its own sessions and scrapes came to (${own}), within the owner team's ${deficit} credit(s) missing: the owner's charges landed on another team's account`;
+    excesses += excess;
+    if (excess > accountTolerance(spending))
+      found.push(`the ${as.name}'s account was charged ${excess} credit(s) more than its own sessions and scrapes came to (${own})`);
   }
-  return undefined;
+  if (!found.length || Math.abs(excesses - shortfall) > tolerance) return undefined;
+  return `${found.join(', and ')}: ${round(excesses)} credit(s) in all, what the owner team's account lacks; the owner's charges landed on another team's account`;
 }
 
 /** Sessions stopped by answers that stated no charge: together they may have cost up to what their lives bill at most. */

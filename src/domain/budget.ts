@@ -54,13 +54,13 @@ const priceOf = (settings: Pick<Settings, 'declaredBilling'>, ms: number) =>
 
 /**
  * The sessions simultaneous-opens takes beside its own: one more than a cap stated up front or in the
- * target's words, to show its slots free and the cap kept, and the foreign team's one while the
- * owner's cap is full (caps-apart); where none is known, one to show a slot
+ * target's words, to show its slots free and the cap kept, the foreign team's one while the owner's
+ * cap is full (caps-apart), and the job the cap refused, opened later (refusal-starts-nothing); where none is known, one to show a slot
  * free and as many as the cap probe opens at most (cap-discovery.ts), to show no cap below what the
  * run held at once.
  */
 export const capFill = (settings: Pick<Settings, 'sessionCap'>, stated = settings.sessionCap) =>
-  stated === undefined ? MOST_AT_ONCE + 1 : stated < MOST_AT_ONCE ? stated + 2 : 0;
+  stated === undefined ? MOST_AT_ONCE + 1 : stated < MOST_AT_ONCE ? stated + 3 : 0;
 
 /** Below this many requests a minute a plan is limited: each request of the sequences search holds up the whole run. */
 const LIMITED_PLAN_PER_MINUTE = 60;

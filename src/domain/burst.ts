@@ -53,7 +53,7 @@ export async function sendBurst({
   /** Sized to the room left in a known window: a lane ends at a 429 once a stop of its own was throttled. */
   planned: boolean;
   settings: Pick<Settings, 'burstRequests' | 'burstSeconds'>;
-  /** Ahead of each pair, as many of the team's stops as its window admitted before the first 429: a window that began just before the pair is full again by the time the pair's own stop arrives. */
+  /** Ahead of each pair, as many of the team's stops as its window admitted before the first 429, then the other's stop and one more of ours, the lanes held: the other's is judged between two refusals of ours. */
   windowAhead?: boolean;
   /** A few lanes at first, twice as many each SLOW_START_MS until the first 429: a small plan's limit is met with a few refusals, not a wave of them. */
   slowStart?: boolean;
@@ -63,15 +63,16 @@ export async function sendBurst({
   const stops: Burst['stops'] = [];
   let pending: Promise<unknown> | undefined;
   let lost = 0;
-  // Each other team's stop of no job goes out at once with one of the burst team's: the burst team's alone refused is a limit
-  // of its own, the other's refused one they share; neither refused (a window just began) is tried again where the other's room allows.
+  // Each other team's stop of no job goes with the burst team's (at once, or between two of its refusals: windowAhead): the burst team's
+  // alone refused is a limit of its own, the other's refused one they share; undecided (a window just began), it is tried again where the other's room allows.
   const pairs = new Map(
     others.map(({ as, room }) => [as, { tries: 0, room, answer: undefined as Answer | undefined, pending: undefined as Promise<void> | undefined }]),
   );
   // The team's requests admitted before its first 429: about its window's room.
   let admitted: number | undefined;
+  // While a pair is decided between two refusals of ours, the lanes wait.
+  let held: Promise<void> | undefined;
   const probe = (as: Identity, pair: NonNullable<ReturnType<typeof pairs.get>>) => {
-    pair.tries += 1;
     // A few of ours just ahead, as before a stop of its own: they take the room a token bucket regained since the 429.
     admitted ??= answers.filter((answer) => answer.status !== 429).length;
     const ours = () =>
@@ -80,14 +81,24 @@ export async function sendBurst({
         () => void (lost += 1),
       );
     const ahead = Array.from({ length: windowAhead ? Math.min(concurrency, admitted + 2) : AHEAD_OF_A_STOP }, ours);
-    const theirs = () => api.stop(randomUUID(), as, { on429: 'once', pooled: true });
-    // With a window's worth ahead, the other's stop goes once they are answered and one of ours follows it: ours refused on both
-    // sides means the team's window was full across the other's request, which no window turning over in between can fake.
+    const theirs = () => ((pair.tries += 1), api.stop(randomUUID(), as, { on429: 'once', pooled: true }));
+    // With a window's worth ahead, the other's stop goes once they are answered, the lanes held, and one of ours follows it: ours
+    // refused on both sides, and none of ours admitted in between, means the team's window was full across the other's request.
     const decide = windowAhead
       ? (async () => {
           if (!(await Promise.all(ahead)).some((answer) => answer?.status === 429)) return;
-          const their = await theirs();
-          if (their.status === 429 || (await ours())?.status === 429) pair.answer = their;
+          const since = answers.length;
+          let release = () => {};
+          held = new Promise<void>((resolve) => (release = resolve));
+          try {
+            const their = await theirs();
+            const after = await ours();
+            const full = after?.status === 429 && answers.slice(since).every((answer) => answer.status === 429);
+            if (their.status === 429 || full) pair.answer = their;
+          } finally {
+            held = undefined;
+            release();
+          }
         })()
       : Promise.all([theirs(), ours(), Promise.all(ahead)]).then(([their, our]) => {
           if (their.status === 429 || our?.status === 429) pair.answer = their;
@@ -123,6 +134,10 @@ export async function sendBurst({
     (!pending && (stops.some((stop) => stop.answer.status === 429) || tried === candidates.length) && !undecided());
   const lane = async () => {
     while (!done()) {
+      if (held) {
+        await held;
+        continue;
+      }
       next += 1;
       // The first stop of its own goes right behind the first wave: a limit below the wave throttles it whatever the client's speed.
       if (next === Math.min(concurrency, settings.burstRequests) && !tried && candidates.length && !pending) pending = stopNext();

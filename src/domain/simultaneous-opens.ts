@@ -103,7 +103,15 @@ async function refusalStartsNothing(
   // Long past the refusal, so that a clock it started shows past every tolerance.
   const gapMs = REFUSAL_GAP_MS + 4 * settings.durationToleranceMs + clockStepMs(settings) - (performance.now() - refusal.receivedAt);
   if (gapMs > 0) await step(`wait ${Math.round(gapMs)} ms after the refusal`, () => sleep(gapMs, undefined, { signal: api.signal }));
-  const opened = await step('the owner opens the job the cap refused', () => sessions.openOn(job));
+  extendTimeout(CAP_CONFIRM_MS + Math.max(0, gapMs));
+  const opened = await step('the owner opens the job the cap refused (again, at growing waits, while a slot is released late)', async () => {
+    let answer = await sessions.openOn(job);
+    for (let wait = 1000, until = performance.now() + CAP_CONFIRM_MS; answer.status === 429 && performance.now() + wait < until; wait *= 2) {
+      await sleep(wait, undefined, { signal: api.signal });
+      answer = await sessions.openOn(job);
+    }
+    return answer;
+  });
   if (opened.status !== 200) return note(`refusal-starts-nothing: not asked, the job the cap refused did not open now: ${summary(opened)}`);
   const stop = await step('the owner stops it', () => api.stop(job.jobId, identities.owner));
   if (stop.status !== 200 || typeof stop.body?.sessionDurationMs !== 'number')

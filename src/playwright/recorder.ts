@@ -6,7 +6,8 @@ import { useRecorder } from '../checks/recorder';
  * Runs `call` from a fresh stack (the step it is in stays its parent): Playwright captures and
  * source-maps the caller's stack for an attachment's step, which from deep in a test costs more than an exchange.
  */
-export const freshStack = <T>(call: () => Promise<T>): Promise<T> => new Promise((resolve, reject) => setImmediate(() => call().then(resolve, reject)));
+export const freshStack = <T>(call: () => Promise<T>): Promise<T> =>
+  new Promise((resolve, reject) => setImmediate(() => Promise.resolve().then(call).then(resolve, reject)));
 
 useRecorder({
   // At the test's own location: a stack captured and source-mapped for each step costs more than most steps take.

@@ -2,8 +2,9 @@
  * Rule 7 as the account sees it, after every other test of the run: the owner team's credit counter
  * must have been charged exactly the settlements and scrapes the run saw. Where it was not, the
  * sessions blamed are replayed alone to confirm it, or one session alone tells a target that charges
- * other than it reports from another use of the team; the foreign team, which refused the owner's
- * sessions all run, must have been charged its own spending alone.
+ * other than it reports from another use of the team; a shortfall the other teams' accounts took,
+ * to the credit, was charged elsewhere; the foreign team, which refused the owner's sessions all
+ * run, must have been charged its own spending alone.
  */
 import { type Check, type ComposedReproduction, notVerifiable } from '../checks/checks';
 import { expect } from '../checks/expect';
@@ -92,9 +93,16 @@ export async function auditAccount({
         settings.declaredBilling?.rule,
       );
   }
-  // Charged less than its answers say: where another team was charged that much more than its own, the owner's charges went there.
+  let charged: ComposedReproduction | undefined;
+  const chargedAsSettled = () =>
+    check(
+      'charged-as-settled',
+      () => expect(verdict.outcome, verdict.message).toBe('pass'),
+      () => charged,
+    );
+  // Charged less than its answers say: where the other teams were charged that much more than their own, the owner's charges went there.
   const owed = +(expected - (opening.remaining - closing.readings.at(-1)!.remaining)).toFixed(6);
-  if (verdict.outcome === 'not verifiable' && closing.still && owed > accountTolerance(spending)) {
+  if (verdict.outcome === 'not verifiable' && closing.still && !spending.scrapes.unpriced && !unstated && owed > accountTolerance(spending)) {
     const others = [
       { as: identities.foreign, opening: readOpening(coordination, REFUSER_OPENING) },
       ...(identities.burst ? [{ as: identities.burst, opening: readOpening(coordination, BURST_OPENING) }] : []),
@@ -106,6 +114,8 @@ export async function auditAccount({
       chargedElsewhere(api, others, owed, accountTolerance(spending), settings),
     );
     if (elsewhere) verdict = { outcome: 'fail', message: `${verdict.message}; but ${elsewhere}` };
+    // The finding, before the foreign team's side is asked: its probe would take the moved charges for its own refusal's.
+    if (elsewhere) await chargedAsSettled();
   }
   // Its reproduction: the requests of the sessions charged again, between two readings of the account.
   const readings = requestTrace.steps.filter((step) => step.path === CREDIT_USAGE_PATH);
@@ -115,7 +125,6 @@ export async function auditAccount({
       stepsOfJob(coordination.loadTrace<TraceStep>(test) ?? [], jobId),
     );
   const composeFor = (jobs: string[]) => composeAccount([[ACCOUNT_READING], ...jobs.flatMap(partsOf), readings], settings.accountSettleMs);
-  let charged: ComposedReproduction | undefined;
   // Sessions blamed by the sum of their settlements may add up to the excess by chance: replayed alone, they must be charged again.
   // Where they are not, the next set that adds up to it is replayed.
   for (const blamed of verdict.outcome === 'fail' ? (verdict.blames ?? []) : []) {
@@ -175,14 +184,6 @@ export async function auditAccount({
         () => composeAccount([requestTrace.steps.slice(probeStart)], settings.accountSettleMs, true),
       );
   }
-  const chargedAsSettled = () =>
-    check(
-      'charged-as-settled',
-      () => expect(verdict.outcome, verdict.message).toBe('pass'),
-      () => charged,
-    );
-  // A failure the owner's account shows is the finding, before another team's side is asked.
-  if (verdict.outcome === 'fail') await chargedAsSettled();
   // The foreign team refused the owner's sessions all run: a refusal must charge its caller nothing either.
   const refuser = readOpening(coordination, REFUSER_OPENING);
   if (refuser && 'remaining' in refuser) {
