@@ -82,10 +82,9 @@ export function readOpening(coordination: Coordination, name = OPENING): Opening
   return coordination.readShared<Opening>(name);
 }
 
-/** Their names among the readings the run's workers share: the owner team's, the foreign team's (it refuses the owner's sessions), the burst team's. */
+/** Their names among the readings the run's workers share: the owner team's, and the foreign team's (it refuses the owner's sessions). */
 const OPENING = 'account-opening';
 export const REFUSER_OPENING = 'account-opening-refuser';
-export const BURST_OPENING = 'account-opening-burst';
 
 export interface Reading {
   /** ms since the first reading. */
@@ -165,7 +164,7 @@ export async function probeAccount(
   const after = await settleAccount(api, owner, opening - round(price + (min + max) / 2), (max - min) / 2 + settings.creditTolerance, settings);
   const moved = round(opening - after.readings.at(-1)!.remaining - price);
   if (!after.still || (moved >= min - settings.creditTolerance && moved <= max + settings.creditTolerance)) return undefined;
-  return `one session alone, after the run (held ${PROBE_HOLD_MS} ms, refused by another team and without a key, stopped twice by its owner, whose first stop answered without a creditsBilled): its scrape reported ${price} credit(s), and its life (${describeInterval(interval)}) bills ${min.toFixed(6)} to ${max.toFixed(6)}, but within ACCOUNT_SETTLE_MS the account moved by ${round(moved + price)} credit(s) (${opening}, then ${after.readings.at(-1)!.remaining}): the target charges other than it bills`;
+  return `one session alone, after the run (held ${PROBE_HOLD_MS} ms, refused by another team and without a key, stopped twice by its owner, the first time beside another team's request, which answered without a creditsBilled): its scrape reported ${price} credit(s), and its life (${describeInterval(interval)}) bills ${min.toFixed(6)} to ${max.toFixed(6)}, but within ACCOUNT_SETTLE_MS the account moved by ${round(moved + price)} credit(s) (${opening}, then ${after.readings.at(-1)!.remaining}): the target charges other than it bills`;
 }
 
 const aloneTolerance = (settled: number) => 0.5 * 10 ** -Math.max(2, decimalsOf(settled)) + 1e-9;
@@ -175,7 +174,7 @@ export function judgeAlone(opening: number, closing: { remaining: number; still:
   const expected = round(price + settled);
   const moved = round(opening - closing.remaining);
   if (!closing.still || Math.abs(moved - expected) <= aloneTolerance(settled)) return undefined;
-  return `one session alone, after the run (held ${PROBE_HOLD_MS} ms, refused by another team and without a key, stopped twice by its owner): its scrape reported ${price} credit(s) and its stop ${settled}, but within ACCOUNT_SETTLE_MS the account moved by ${moved} credit(s) (${opening}, then ${closing.remaining}): the target charges other than it reports`;
+  return `one session alone, after the run (held ${PROBE_HOLD_MS} ms, refused by another team and without a key, stopped twice by its owner, the first time beside another team's request): its scrape reported ${price} credit(s) and its stop ${settled}, but within ACCOUNT_SETTLE_MS the account moved by ${moved} credit(s) (${opening}, then ${closing.remaining}): the target charges other than it reports`;
 }
 
 /**
@@ -324,40 +323,6 @@ export const pricedAt = (spending: Spending, price: number): Spending => ({
   ...spending,
   scrapes: { count: spending.scrapes.count, credits: round(spending.scrapes.credits + price * spending.scrapes.unpriced), unpriced: 0 },
 });
-
-/**
- * Where the owner's account was charged `shortfall` credits fewer than its answers say: the other
- * teams whose accounts the run opened, each read still until its charges landed, were charged more
- * than their own sessions and scrapes by that much together (a target that debits whichever team
- * it serves meanwhile, say). Money moved between teams, to the credit: the failure, or undefined
- * where it does not add up or a team cannot tell (unpriced scrapes, stops that stated no charge).
- */
-export async function chargedElsewhere(
-  api: Client,
-  teams: { as: Identity; opening: number; spending: Spending }[],
-  shortfall: number,
-  ownerTolerance: number,
-  settings: AccountSettings,
-): Promise<string | undefined> {
-  const found: string[] = [];
-  let excesses = 0;
-  let tolerance = ownerTolerance;
-  for (const { as, opening, spending } of teams) {
-    if (spending.scrapes.unpriced || spending.silent?.length) return undefined;
-    const own = round(
-      spending.settlements.reduce((sum, session) => sum + session.settled.reduce((total, one) => total + one.credits, 0), 0) + spending.scrapes.credits,
-    );
-    tolerance += accountTolerance(spending);
-    const closing = await settleAccount(api, as, opening - own, accountTolerance(spending), settings).catch(() => undefined);
-    if (!closing?.still) return undefined;
-    const excess = round(opening - closing.readings.at(-1)!.remaining - own);
-    excesses += excess;
-    if (excess > accountTolerance(spending))
-      found.push(`the ${as.name}'s account was charged ${excess} credit(s) more than its own sessions and scrapes came to (${own})`);
-  }
-  if (!found.length || Math.abs(excesses - shortfall) > tolerance) return undefined;
-  return `${found.join(', and ')}: ${round(excesses)} credit(s) in all, what the owner team's account lacks; the owner's charges landed on another team's account`;
-}
 
 /** Sessions stopped by answers that stated no charge: together they may have cost up to what their lives bill at most. */
 export const unstatedMost = (spending: Spending, rule?: BillingRule) =>

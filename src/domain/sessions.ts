@@ -13,7 +13,7 @@ import type { Settings } from '../config/settings';
 import { giveBack } from '../coordination/budget';
 import { countProvisioningRetry, countSession } from '../coordination/cost';
 import type { SessionSlots } from '../coordination/session-slots';
-import { BURST_OPENING, openAccount, REFUSER_OPENING } from './account';
+import { openAccount, REFUSER_OPENING } from './account';
 import { PROVISIONING_RACE_MS } from './answer';
 import { type Opening, openingOf } from './cap-discovery';
 import { stopAsOwner } from './cleanup';
@@ -425,14 +425,9 @@ export class Sessions {
   /** A scrape job; it goes in the ledger when a session may follow (`forSession`). */
   private async scrape(forSession: boolean, quiet: boolean, owner: Identity): Promise<{ jobId: string; scrape: Answer }> {
     const { api, ledger, settings, testId } = this.options;
-    // The owner's account, the foreign team's (which refuses the owner's sessions) and the burst team's are read before the run's first charge: the account check holds them to what the run saw.
-    const { foreign, burst } = this.options.identities;
+    // The owner's account, and the foreign team's (which refuses the owner's sessions), are read before the run's first charge: the account check holds them to what the run saw.
     if (owner === this.owner)
-      await Promise.all([
-        openAccount(api, owner, settings),
-        openAccount(api, foreign, settings, REFUSER_OPENING),
-        ...(burst ? [openAccount(api, burst, settings, BURST_OPENING)] : []),
-      ]);
+      await Promise.all([openAccount(api, owner, settings), openAccount(api, this.options.identities.foreign, settings, REFUSER_OPENING)]);
     const token = randomUUID();
     const scraping = { target: api.target.baseURL, identity: owner.name, scrape: token };
     let sent = false;
