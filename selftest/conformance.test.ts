@@ -63,7 +63,11 @@ describe('the command, end to end', { concurrency: 3 }, () => {
     const run = await completeRun();
     assert.equal(run.code, 0, run.log.slice(-3000));
     assert.equal(run.summary?.verdict, 'pass');
-    assert.deepEqual(new Set(Object.values(run.statuses)), new Set(['pass']), JSON.stringify(notPassing(run.summary!)));
+    // A runner too loaded to send faster than the foreign team's limit leaves teams-apart not verifiable, saying so: that rule once more, alone, must pass.
+    const off = notPassing(run.summary!);
+    const unmet = off.length > 0 && off.every((t) => t.id === 'rate-limit/teams-apart' && /met no limit/.test(t.note ?? ''));
+    const statuses = unmet ? { ...run.statuses, 'rate-limit': (await conformance(['--rule', 'rate-limit'])).statuses['rate-limit'] } : run.statuses;
+    assert.deepEqual(new Set(Object.values(statuses)), new Set(['pass']), JSON.stringify(notPassing(run.summary!)));
     assert.deepEqual(Object.keys(run.statuses), RULE_IDS);
     for (const file of ['allure-report/index.html', 'junit.xml', 'conformance-summary.json', 'ledger.jsonl'])
       assert.ok(existsSync(path.join(run.reports, file)), file);
