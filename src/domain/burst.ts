@@ -53,7 +53,7 @@ export async function sendBurst({
   /** Sized to the room left in a known window: a lane ends at a 429 once a stop of its own was throttled. */
   planned: boolean;
   settings: Pick<Settings, 'burstRequests' | 'burstSeconds'>;
-  /** Ahead of each pair, as many of the team's stops as its window admitted before the first 429, then the other's stop and one more of ours, the lanes held: the other's is judged between two refusals of ours. */
+  /** Ahead of each pair, as many of the team's stops as its window admitted before the first 429: a window that began just before the pair is full again by the time the pair's own stop arrives. Every pair the other's room allows is sent. */
   windowAhead?: boolean;
   /** A few lanes at first, twice as many each SLOW_START_MS until the first 429: a small plan's limit is met with a few refusals, not a wave of them. */
   slowStart?: boolean;
@@ -63,47 +63,34 @@ export async function sendBurst({
   const stops: Burst['stops'] = [];
   let pending: Promise<unknown> | undefined;
   let lost = 0;
-  // Each other team's stop of no job goes with the burst team's (at once, or between two of its refusals: windowAhead): the burst team's
-  // alone refused is a limit of its own, the other's refused one they share; undecided (a window just began), it is tried again where the other's room allows.
-  const pairs = new Map(
-    others.map(({ as, room }) => [as, { tries: 0, room, answer: undefined as Answer | undefined, pending: undefined as Promise<void> | undefined }]),
-  );
+  // Each other team's stop of no job goes out at once with one of the burst team's: the burst team's alone refused is a limit
+  // of its own, the other's refused one they share; neither refused (a window just began) is tried again where the other's room allows.
+  const pairs = new Map(others.map(({ as, room }) => [as, { tries: 0, room, answers: [] as Answer[], pending: undefined as Promise<void> | undefined }]));
   // The team's requests admitted before its first 429: about its window's room.
   let admitted: number | undefined;
-  // While a pair is decided between two refusals of ours, the lanes wait.
-  let held: Promise<void> | undefined;
   const probe = (as: Identity, pair: NonNullable<ReturnType<typeof pairs.get>>) => {
+    pair.tries += 1;
     // A few of ours just ahead, as before a stop of its own: they take the room a token bucket regained since the 429.
     admitted ??= answers.filter((answer) => answer.status !== 429).length;
-    const ours = () =>
+    const ahead = Array.from({ length: windowAhead ? Math.min(concurrency, admitted + 2) : AHEAD_OF_A_STOP }, () =>
       api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true }).then(
         (answer) => (answers.push(answer), answer),
         () => void (lost += 1),
-      );
-    const ahead = Array.from({ length: windowAhead ? Math.min(concurrency, admitted + 2) : AHEAD_OF_A_STOP }, ours);
-    const theirs = () => ((pair.tries += 1), api.stop(randomUUID(), as, { on429: 'once', pooled: true }));
-    // With a window's worth ahead, the other's stop goes once they are answered, the lanes held, and one of ours follows it: ours
-    // refused on both sides, and none of ours admitted in between, means the team's window was full across the other's request.
-    const decide = windowAhead
-      ? (async () => {
-          if (!(await Promise.all(ahead)).some((answer) => answer?.status === 429)) return;
-          const since = answers.length;
-          let release = () => {};
-          held = new Promise<void>((resolve) => (release = resolve));
-          try {
-            const their = await theirs();
-            const after = await ours();
-            const full = after?.status === 429 && answers.slice(since).every((answer) => answer.status === 429);
-            if (their.status === 429 || full) pair.answer = their;
-          } finally {
-            held = undefined;
-            release();
-          }
-        })()
-      : Promise.all([theirs(), ours(), Promise.all(ahead)]).then(([their, our]) => {
-          if (their.status === 429 || our?.status === 429) pair.answer = their;
-        });
-    pair.pending = decide.catch(() => undefined).finally(() => (pair.pending = undefined));
+      ),
+    );
+    const theirs = api.stop(randomUUID(), as, { on429: 'once', pooled: true });
+    const ours = api.send({ method: 'DELETE', path: unknown, as: team, on429: 'once', attach: false, pooled: true });
+    pair.pending = Promise.all([theirs, ours, Promise.all(ahead)])
+      .then(
+        ([their, our, before]) => {
+          answers.push(our);
+          // With a window's worth ahead, any of the team's refused in the batch shows its window full beside the other's request.
+          const refused = our.status === 429 || (windowAhead && before.some((answer) => answer?.status === 429));
+          if (their.status === 429 || refused) pair.answers.push(their);
+        },
+        () => undefined,
+      )
+      .finally(() => (pair.pending = undefined));
   };
   const started = performance.now();
   let next = 0;
@@ -126,7 +113,10 @@ export async function sendBurst({
   // Until the limiter has throttled an owner's stop (or every candidate got through), an answer
   // that is neither 404 nor 429 came (the rule names it), or a bound is reached.
   // A pair that found both admitted (a window began between) is tried at a later 429, where the other's room allows.
-  const undecided = () => [...pairs.values()].some((pair) => !pair.answer && (pair.pending || pair.tries < Math.min(MOST_PAIRS, pair.room)));
+  // With a window's worth ahead, every pair the other's room allows: one served pair proves nothing where a window turned over in it.
+  const settled = (pair: { tries: number; room: number; answers: Answer[] }) =>
+    windowAhead ? pair.tries >= Math.min(MOST_PAIRS, pair.room) : pair.answers.length > 0;
+  const undecided = () => [...pairs.values()].some((pair) => !settled(pair) && (pair.pending || pair.tries < Math.min(MOST_PAIRS, pair.room)));
   const done = () =>
     next >= settings.burstRequests ||
     performance.now() - started >= settings.burstSeconds * 1000 ||
@@ -134,10 +124,6 @@ export async function sendBurst({
     (!pending && (stops.some((stop) => stop.answer.status === 429) || tried === candidates.length) && !undecided());
   const lane = async () => {
     while (!done()) {
-      if (held) {
-        await held;
-        continue;
-      }
       next += 1;
       // The first stop of its own goes right behind the first wave: a limit below the wave throttles it whatever the client's speed.
       if (next === Math.min(concurrency, settings.burstRequests) && !tried && candidates.length && !pending) pending = stopNext();
@@ -149,7 +135,7 @@ export async function sendBurst({
       if (!answer) continue;
       answers.push(answer);
       if (answer.status === 429)
-        for (const [as, pair] of pairs) if (!pair.answer && !pair.pending && pair.tries < Math.min(MOST_PAIRS, pair.room)) probe(as, pair);
+        for (const [as, pair] of pairs) if (!settled(pair) && !pair.pending && pair.tries < Math.min(MOST_PAIRS, pair.room)) probe(as, pair);
       const throttled = stops.some((stop) => stop.answer.status === 429);
       if (answer.status === 429 && !pending && !throttled && tried < candidates.length) pending = stopNext();
       // A planned burst ends its lane at a 429 once a stop of its own was throttled (or none is left): more refusals prove nothing more.
@@ -168,5 +154,5 @@ export async function sendBurst({
   await Promise.all(lanes);
   await Promise.all([pending, ...[...pairs.values()].map((pair) => pair.pending)]);
   const burstMs = Math.round(performance.now() - started);
-  return { answers, others: [...pairs].flatMap(([as, pair]) => (pair.answer ? [{ as, answer: pair.answer }] : [])), stops, lost, burstMs };
+  return { answers, others: [...pairs].flatMap(([as, pair]) => pair.answers.map((answer) => ({ as, answer }))), stops, lost, burstMs };
 }
