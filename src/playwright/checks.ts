@@ -17,7 +17,6 @@ import { redact } from '../http/redact';
 import { REPRODUCTION } from '../reproduction/plan';
 import type { Trace } from '../reproduction/trace';
 import { curlLine, type Reproducible, writeReproduction } from '../reproduction/write';
-import { freshStack } from './recorder';
 
 /** The declared behaviours a test met, each with its reason: the test ends as a known deviation once its checks are done. */
 type Declared = { name: string; message: string; reason: string }[];
@@ -147,18 +146,16 @@ export const checkFixtures: Fixtures<
       if (!id) throw new RunError(`"${testInfo.title}" has no test id: declare it with spec('<rule>/<test>') from src/config/rules.ts`);
       const rule = RULES[ruleOf(id)];
       // One message for all the labels: each runtime call is an attachment, with a step of its own.
-      await freshStack(async () => {
-        await labels(
-          { name: 'feature', value: reportGroupOf(ruleOf(id)) },
-          { name: 'rule', value: ruleOf(id) },
-          { name: 'testId', value: id },
-          { name: 'level', value: entryOf(id).level },
-          { name: 'specSection', value: rule.section },
-        );
-        // History and test case follow the id, so a reworded title keeps its history.
-        await historyId(id);
-        await testCaseId(id);
-      });
+      await labels(
+        { name: 'feature', value: reportGroupOf(ruleOf(id)) },
+        { name: 'rule', value: ruleOf(id) },
+        { name: 'testId', value: id },
+        { name: 'level', value: entryOf(id).level },
+        { name: 'specSection', value: rule.section },
+      );
+      // History and test case follow the id, so a reworded title keeps its history.
+      await historyId(id);
+      await testCaseId(id);
       await use(id);
       await markNotVerifiable(testInfo);
       if (keepWorkerOnFailure && testInfo.status === 'failed') testInfo.fail();

@@ -11,6 +11,7 @@
 
 import type { Fixtures } from '@playwright/test';
 import * as playwright from '@playwright/test';
+import './recorder';
 import { RunError } from '../config/errors';
 import type { TestId } from '../config/rules';
 import { loadSettings, type Settings, withKnownDeviations } from '../config/settings';
@@ -22,7 +23,6 @@ import { type Session, Sessions } from '../domain/sessions';
 import { burstHasOwnTeam, type Identities, identitiesFor, type Target, targetFrom } from '../domain/target';
 import { Trace } from '../reproduction/trace';
 import { checkFixtures } from './checks';
-import { freshStack } from './recorder';
 
 export { expect } from '../checks/expect';
 
@@ -76,7 +76,7 @@ const clientFixtures: Fixtures<
       coordination,
       endsRunOnHang: true,
       onAnswer: (answer, request) => trace.record(answer, request),
-      attach: (name, body) => freshStack(() => testInfo.attach(name, { body, contentType: 'application/json' })),
+      attach: (name, body) => testInfo.attach(name, { body, contentType: 'application/json' }),
     });
     await use(api);
     api.cancel();
@@ -105,7 +105,7 @@ const sessionFixtures: Fixtures<
       settings,
       ledger,
       coordination: api.coordination,
-      attach: (name, body) => freshStack(() => testInfo.attach(`cleanup: ${name}`, { body, contentType: 'application/json' })),
+      attach: (name, body) => testInfo.attach(`cleanup: ${name}`, { body, contentType: 'application/json' }),
     });
     const problems = await sessions.cleanup(cleaner);
     if (problems.length) throw new RunError(`Could not stop ${problems.length} session(s) this test created: ${problems.join(', ')}`);

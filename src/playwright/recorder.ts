@@ -2,13 +2,6 @@
 import { test } from '@playwright/test';
 import { useRecorder } from '../checks/recorder';
 
-/**
- * Runs `call` from a fresh stack (the step it is in stays its parent): Playwright captures and
- * source-maps the caller's stack for an attachment's step, which from deep in a test costs more than an exchange.
- */
-export const freshStack = <T>(call: () => Promise<T>): Promise<T> =>
-  new Promise((resolve, reject) => setImmediate(() => Promise.resolve().then(call).then(resolve, reject)));
-
 useRecorder({
   // At the test's own location: a stack captured and source-mapped for each step costs more than most steps take.
   step: (title, body, options) => {
@@ -20,9 +13,6 @@ useRecorder({
     test.skip(true, reason);
     throw new Error('unreachable: test.skip ends the test');
   },
-  attach: (name, body, contentType) => {
-    const info = test.info();
-    return freshStack(() => info.attach(name, { body, contentType }));
-  },
+  attach: (name, body, contentType) => test.info().attach(name, { body, contentType }),
   extendTimeout: (ms) => test.info().setTimeout(test.info().timeout + ms),
 });
