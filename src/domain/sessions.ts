@@ -258,20 +258,7 @@ export class Sessions {
     const reopens = ledger.endedHere(api.target.baseURL, jobId, owner.name);
     // It may open a new session: one of the budget's, given back if it opens none.
     const giveBack = reopens ? this.takeFromBudget() : undefined;
-    const opening = openingOf(this.options, owner, jobId, reopens);
-    const answer = await api
-      .send({
-        method: 'POST',
-        path: interactPath(jobId),
-        as: owner,
-        data: INTERACT_BODY,
-        attach: !quiet,
-        ...(reopens ? { giveUpOn429: opening.giveUpOn429, onAttempt: opening.onAttempt, opens: true } : {}),
-      })
-      .catch((error) => {
-        opening.ended(lastStatusOf(error));
-        throw error;
-      });
+    const { answer, opening } = await this.sendOpening(owner, jobId, { marks: reopens, attach: !quiet });
     // Of interacts sent at once on a stopped job, the first to answer 200 writes the session it opened; the others used it.
     const opened = answer.status === 200 && reopens && ledger.endedHere(api.target.baseURL, jobId, owner.name);
     if (!opened) giveBack?.();
@@ -379,7 +366,6 @@ export class Sessions {
    * not written yet) is tried again, as provisioning does.
    */
   async openAtOnce(count: number, { as, once, job }: { as?: Identity; once?: boolean; job?: ScrapedJob } = {}): Promise<{ jobId: string; opens: Answer[] }> {
-    const { api } = this.options;
     const owner = as ?? this.owner;
     if (this.roomOf(owner).taken <= this.liveOf(owner)) await this.reserve(this.liveOf(owner) + 1, owner);
     const giveBackSession = this.takeFromBudget();
@@ -396,22 +382,7 @@ export class Sessions {
     const opens = await this.untilWritten(scrape, release, () =>
       Promise.all(
         Array.from({ length: count }, async () => {
-          const opening = openingOf(this.options, owner, jobId, true);
-          // `once`: a 429 is the answer, not waited out.
-          const answer = await api
-            .send({
-              method: 'POST',
-              path: interactPath(jobId),
-              as: owner,
-              data: INTERACT_BODY,
-              onAttempt: opening.onAttempt,
-              opens: true,
-              ...(once ? { on429: 'once' as const } : { giveUpOn429: opening.giveUpOn429 }),
-            })
-            .catch((error) => {
-              opening.ended(lastStatusOf(error));
-              throw error;
-            });
+          const { answer, opening } = await this.sendOpening(owner, jobId, { once });
           opening.ended(answer.status);
           return answer;
         }),
@@ -496,40 +467,52 @@ export class Sessions {
     tried: { sent?: boolean; status?: number },
     job?: ScrapedJob,
   ): Promise<Session> {
-    const { api } = this.options;
     const { jobId, scrape } = job ?? (await this.scrape(true, quiet, owner));
     if (gapMs > 0 && !job) await sleep(gapMs, undefined, { signal: this.options.signal });
     const release = await this.written(scrape);
     let opening: Opening | undefined;
     const [interact] = await this.untilWritten(scrape, release, async () => {
-      opening = openingOf(this.options, owner, jobId, true);
-      const attempt = opening;
       tried.sent = true;
-      const answer = await api
-        .send({
-          method: 'POST',
-          path: interactPath(jobId),
-          as: owner,
-          data: INTERACT_BODY,
-          attach: !quiet,
-          giveUpOn429: attempt.giveUpOn429,
-          onAttempt: attempt.onAttempt,
-          opens: true,
-          provisions: true,
-        })
-        .catch((error) => {
-          attempt.ended(lastStatusOf(error));
-          throw error;
-        });
-      tried.status = answer.status;
-      attempt.ended(answer.status);
-      return [answer];
+      const sent = await this.sendOpening(owner, jobId, { attach: !quiet, provisions: true });
+      opening = sent.opening;
+      tried.status = sent.answer.status;
+      opening.ended(sent.answer.status);
+      return [sent.answer];
     });
     if (interact.status === 429) throw new CapReached(this.roomOf(owner).slots.learn(opening!.cap!, interact.refusal?.cap), { jobId, scrape });
     if (interact.status === 200) countSession();
     const problems = interact.status === 200 ? schemaErrors(interact.body, 'interact-result') : [`status ${interact.status}`];
     if (problems.length) throw new RunError(`provisioning: POST /v2/scrape/{jobId}/interact must answer 200 (${problems.join('; ')}): ${summary(interact)}`);
     return { jobId, scrape, created: interact, owner };
+  }
+
+  /**
+   * One interact that may open a session on `jobId`, each attempt marked in the ledger (`marks`,
+   * openingOf), a 429 returned at once (`once`) or waited out while it is the team's rate. The caller
+   * ends the opening with the answer's status, once what it opened is written.
+   */
+  private async sendOpening(
+    owner: Identity,
+    jobId: string,
+    { marks = true, once = false, attach = true, provisions }: { marks?: boolean; once?: boolean; attach?: boolean; provisions?: true },
+  ): Promise<{ answer: Answer; opening: Opening }> {
+    const opening = openingOf(this.options, owner, jobId, marks);
+    const on429 = once ? { on429: 'once' as const } : { giveUpOn429: opening.giveUpOn429 };
+    const answer = await this.options.api
+      .send({
+        method: 'POST',
+        path: interactPath(jobId),
+        as: owner,
+        data: INTERACT_BODY,
+        attach,
+        ...(marks ? { onAttempt: opening.onAttempt, opens: true, ...on429 } : {}),
+        ...(provisions ? { provisions } : {}),
+      })
+      .catch((error) => {
+        opening.ended(lastStatusOf(error));
+        throw error;
+      });
+    return { answer, opening };
   }
 
   /**
